@@ -1,0 +1,111 @@
+"""The ``alfred`` command line.
+
+Every command reads settings once, runs, and turns an :class:`AlfredError` into one
+line on stderr and a non-zero exit, never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from integrations.settings import Settings, load_settings
+from memory.errors import AlfredError
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="alfred",
+    help="Alfred: a Telegram assistant that remembers, with per-chat privacy.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]).upper()
+        err.print(f"alfred: invalid setting {field}: {first['msg']} (see .env.example)")
+        raise typer.Exit(2) from None
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine; print domain errors as one line and exit 1."""
+    try:
+        return asyncio.run(coro)
+    except AlfredError as exc:
+        err.print(f"alfred: {exc.one_line()}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("alfred: interrupted")
+        raise typer.Exit(130) from None
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Say how each component runs (embedded, configured or off) and check that it answers."""
+    from bot.doctor import as_json as doctor_json
+    from bot.doctor import run_doctor
+
+    settings = _settings()
+    reports = _run(run_doctor(settings))
+    if as_json:
+        print(json.dumps(doctor_json(reports)))
+    else:
+        table = Table(title="Alfred doctor", show_lines=False)
+        table.add_column("component")
+        table.add_column("mode")
+        table.add_column("ok")
+        table.add_column("detail", overflow="fold")
+        for name, report in reports.items():
+            mark = "[green]yes[/green]" if report.ok else "[red]NO[/red]"
+            table.add_row(name, report.mode, mark, report.detail)
+        Console().print(table)
+    failed = [name for name, report in reports.items() if not report.ok]
+    if failed:
+        if not as_json:
+            err.print(f"alfred: not answering: {', '.join(failed)}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def migrate(
+    show_status: Annotated[
+        bool, typer.Option("--status", help="List migrations and whether each is applied.")
+    ] = False,
+    to: Annotated[
+        int | None, typer.Option("--to", help="Apply migrations up to this version only.")
+    ] = None,
+) -> None:
+    """Apply the versioned database migrations (idempotent, safe while bots run)."""
+    from bot.migrate_command import run_migrate
+
+    _run(run_migrate(_settings(), show_status=show_status, to=to))
+
+
+def main() -> None:
+    """Entry point of the ``alfred`` console script."""
+    try:
+        app()
+    except AlfredError as exc:  # raised outside _run, e.g. while building services
+        err.print(f"alfred: {exc.one_line()}", markup=False, highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""``alfred migrate``: apply or list the versioned migrations."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from integrations.embedders import build_embedder
+from integrations.mongo.capabilities import detect_capabilities
+from integrations.mongo.connection import connect_mongo
+from integrations.mongo.migrator import MigrationContext, migrate, status
+from integrations.settings import Settings
+
+
+async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) -> None:
+    console = Console()
+    handle = await connect_mongo(settings)
+    try:
+        if show_status:
+            st = await status(handle.db)
+            for m in st.available:
+                when = st.applied.get(m.version)
+                state = f"applied {when:%Y-%m-%d %H:%M}" if when else "pending"
+                console.print(f"{m.version:04d}  {m.name}  [{state}]", highlight=False)
+            console.print(f"current version: {st.current}", highlight=False)
+            return
+        caps = await detect_capabilities(handle.db)
+        ctx = MigrationContext(
+            db=handle.db,
+            atlas_search=caps.atlas_search,
+            embedding_dims=build_embedder(settings).dimensions,
+            log=lambda line: console.print(line, highlight=False),
+        )
+        applied = await migrate(ctx, to=to)
+        if applied:
+            console.print(f"applied {len(applied)} migration(s)", highlight=False)
+        else:
+            console.print("nothing to apply: the database is up to date", highlight=False)
+    finally:
+        await handle.close()

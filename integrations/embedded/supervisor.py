@@ -1,0 +1,346 @@
+"""The supervisor: one small process that owns an embedded server for its lifetime.
+
+Run as ``python -m integrations.embedded.supervisor --kind mongo|redis --data-dir DIR``.
+Alfred's processes come and go (the bot, the worker, one-off commands); the server must
+outlive each of them but not all of them. The supervisor starts the server as its child,
+publishes where it listens in ``DIR/<kind>.json``, and stops it once no live process has
+held a lease in ``DIR/<kind>.leases/`` for ``--grace`` seconds. If the supervisor itself
+is killed, the kernel stops the server too (``PR_SET_PDEATHSIG`` on Linux), so a server is
+never left running without anyone to stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import IO, cast
+
+from integrations.embedded.probe import answers, pick_free_port, port_problem
+from integrations.embedded.servers import find_program, server_command, url_for
+from integrations.embedded.state import (
+    COMPONENT,
+    KINDS,
+    PORT_SETTING,
+    EmbeddedPaths,
+    Kind,
+    ServerState,
+    live_leases,
+    log_tail,
+    process_start_time,
+    remove,
+    write_failure,
+    write_state,
+)
+from memory.errors import AlfredError, ConfigurationError, Unavailable
+
+TICK = 0.1  # how often the child and the stop flag are checked
+LEASE_SCAN = 0.5  # how often dead clients' leases are pruned
+STOP_TIMEOUT = 15.0  # SIGTERM, then SIGKILL: WiredTiger needs a moment to checkpoint
+AUTO_PORT_ATTEMPTS = 3  # another program may grab a free port before the server binds it
+_PR_SET_PDEATHSIG = 1
+
+EXIT_OK, EXIT_CONFIG, EXIT_UNAVAILABLE, EXIT_SERVER_DIED = 0, 2, 3, 4
+
+
+class _StopRequested(Exception):
+    """SIGTERM or SIGINT arrived while the server was still starting."""
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the kernel SIGTERM the server when we die."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded before fork, not in the child
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # we died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+class Supervisor:
+    """Starts, watches and stops one server; see the module docstring."""
+
+    def __init__(
+        self,
+        paths: EmbeddedPaths,
+        *,
+        port: int,
+        grace: float,
+        startup_timeout: float,
+        program: Path | None = None,
+    ) -> None:
+        self.paths = paths
+        self.kind: Kind = paths.kind
+        self.component = COMPONENT[self.kind]
+        self.requested_port = port
+        self.grace = grace
+        self.startup_timeout = startup_timeout
+        self.program = program
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stop_requested = False
+        self._log_offset = 0  # where this run's server output starts in the log
+        self.log: IO[str] = open(paths.log, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+
+    def note(self, message: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.log.write(f"{stamp} alfred-supervisor[{os.getpid()}] {self.kind}: {message}\n")
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stop_requested = True
+
+    # -- start ---------------------------------------------------------------------
+
+    def _spawn(self, port: int) -> subprocess.Popen[bytes]:
+        program = self.program or find_program(self.kind)
+        argv = server_command(self.kind, self.paths, port, program)
+        try:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=self.log,
+                cwd=self.paths.server_dir,
+                process_group=0,  # terminal signals go to us; we stop the server in order
+                preexec_fn=_die_with_parent(),  # safe: the supervisor has one thread
+            )
+        except OSError as exc:
+            raise Unavailable(
+                self.component,
+                f"cannot run the server program {program} ({exc.strerror or exc})",
+                hint="reinstall Alfred with its dependencies (pip install -e .)",
+            ) from None
+
+    def _wait_ready(self, proc: subprocess.Popen[bytes], port: int, deadline: float) -> bool:
+        """True once the server answers; False if it exited. Raises on timeout."""
+        while True:
+            if self.stop_requested:
+                raise _StopRequested
+            if proc.poll() is not None:
+                return False
+            if answers(self.kind, port, timeout=0.5):
+                return True
+            if time.monotonic() >= deadline:
+                self._stop_server("it did not answer in time")
+                raise Unavailable(
+                    self.component,
+                    f"server did not answer on port {port} within {self.startup_timeout:.0f}s"
+                    f" ({log_tail(self.paths.log, self._log_offset) or 'no output'})",
+                    hint=f"raise EMBEDDED_START_TIMEOUT, or see {self.paths.log}",
+                )
+            time.sleep(0.02)
+
+    def _port_in_use(self, port: int, problem: str) -> ConfigurationError:
+        return ConfigurationError(
+            f"{self.component}: port {port} {problem}",
+            hint=f"set {PORT_SETTING[self.kind]} to another port, or to 0 to pick a free one",
+        )
+
+    def start(self) -> int:
+        """Start the server; returns its port. Raises ``AlfredError`` with the reason."""
+        deadline = time.monotonic() + self.startup_timeout
+        attempts = 1 if self.requested_port else AUTO_PORT_ATTEMPTS
+        for _ in range(attempts):
+            port = self.requested_port or pick_free_port()
+            problem = port_problem(port)
+            if problem is not None:
+                if self.requested_port:
+                    raise self._port_in_use(port, problem)
+                continue
+            self._log_offset = self.paths.log.stat().st_size
+            self.proc = self._spawn(port)
+            if self._wait_ready(self.proc, port, deadline):
+                return port
+            tail = log_tail(self.paths.log, self._log_offset)
+            if "already in use" in tail and not self.requested_port:
+                continue
+            if "already in use" in tail:
+                raise self._port_in_use(port, "is already in use by another program")
+            if "already being managed by another process" in tail:
+                raise ConfigurationError(
+                    f"{self.component}: the data folder {self.paths.server_dir} is in use by "
+                    "another server process",
+                    hint="stop that process, or set ALFRED_DATA_DIR to another folder",
+                )
+            raise Unavailable(
+                self.component,
+                f"server exited with code {self.proc.returncode} during start-up"
+                f" ({tail or 'no output'})",
+                hint=f"see {self.paths.log}",
+            )
+        raise Unavailable(
+            self.component,
+            f"no free port found after {attempts} attempts",
+            hint=f"set {PORT_SETTING[self.kind]} to a free port",
+        )
+
+    # -- stop ----------------------------------------------------------------------
+
+    def _stop_server(self, why: str) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        self.note(f"stopping the server (pid {proc.pid}): {why}")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.note(f"server ignored SIGTERM for {STOP_TIMEOUT:.0f}s; killing it")
+            proc.kill()
+            proc.wait()
+
+    @contextlib.contextmanager
+    def _folder_lock(self, wait: float) -> Iterator[bool]:
+        """The clients' lock, so nobody reuses the server while it is being stopped."""
+        with open(self.paths.lock, "a") as handle:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.05)
+                    continue
+                try:
+                    yield True
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                return
+
+    def _stop_if_idle(self) -> bool:
+        """Stop the server unless a client is acquiring it right now."""
+        with self._folder_lock(wait=0) as locked:
+            if not locked or live_leases(self.paths):
+                return False
+            remove(self.paths.state)
+            self._stop_server(f"no client for {self.grace:g}s")
+            return True
+
+    def shutdown(self, why: str) -> None:
+        with self._folder_lock(wait=2.0):  # best effort: a signal must not wait long
+            remove(self.paths.state)
+            self._stop_server(why)
+
+    def _publish(self, port: int = 0) -> None:
+        """Write the state file: "starting" until the server answers, then its URL."""
+        me, server = os.getpid(), self.proc.pid if self.proc and port else None
+        state = ServerState(
+            kind=self.kind,
+            supervisor_pid=me,
+            supervisor_started=process_start_time(me),
+            server_pid=server,
+            server_started=process_start_time(server) if server else None,
+            port=port,
+            url=url_for(self.kind, port) if port else "",
+            ready=bool(port),
+        )
+        write_state(self.paths, state)
+
+    # -- run -----------------------------------------------------------------------
+
+    def monitor(self) -> int:
+        """Watch the server and the leases until one of them says to stop."""
+        assert self.proc is not None
+        last_client = time.monotonic()
+        next_scan = 0.0
+        while True:
+            if self.stop_requested:
+                self.shutdown("asked to stop by a signal")
+                return EXIT_OK
+            code = self.proc.poll()
+            if code is not None:
+                remove(self.paths.state)
+                self.note(
+                    f"the server exited on its own with code {code}: "
+                    f"{log_tail(self.paths.log, self._log_offset, lines=3) or 'no output'}"
+                )
+                return EXIT_SERVER_DIED
+            now = time.monotonic()
+            if now >= next_scan:
+                next_scan = now + LEASE_SCAN
+                if live_leases(self.paths):
+                    last_client = now
+                elif now - last_client >= self.grace:
+                    if self._stop_if_idle():
+                        self.note("stopped: the last client let go")
+                        return EXIT_OK
+                    last_client = now
+            time.sleep(TICK)
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        remove(self.paths.error)
+        self._publish()
+        try:
+            port = self.start()
+        except _StopRequested:
+            # The client that started us holds the lock while it waits: do not take it.
+            self._stop_server("asked to stop during start-up")
+            remove(self.paths.state)
+            write_failure(self.paths, Unavailable(self.component, "stopped during start-up"))
+            return EXIT_OK
+        except AlfredError as exc:
+            self._stop_server("start-up failed")
+            remove(self.paths.state)
+            write_failure(self.paths, exc)
+            self.note(f"start-up failed: {exc.one_line()}")
+            return EXIT_CONFIG if isinstance(exc, ConfigurationError) else EXIT_UNAVAILABLE
+        self._publish(port)
+        self.note(f"server pid {self.proc.pid if self.proc else '?'} listens on port {port}")
+        return self.monitor()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m integrations.embedded.supervisor", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--kind", choices=KINDS, required=True)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--grace", type=float, default=1.0, help="seconds without clients")
+    parser.add_argument("--startup-timeout", type=float, default=30.0)
+    parser.add_argument("--server-program", type=Path, help=argparse.SUPPRESS)  # for tests
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    paths = EmbeddedPaths(args.data_dir.expanduser().absolute(), cast(Kind, args.kind))
+    try:
+        paths.leases.mkdir(parents=True, exist_ok=True)
+        supervisor = Supervisor(
+            paths,
+            port=args.port,
+            grace=args.grace,
+            startup_timeout=args.startup_timeout,
+            program=args.server_program,
+        )
+    except OSError as exc:
+        print(
+            f"{COMPONENT[paths.kind]}: data folder {paths.data_dir} is not writable "
+            f"({exc.strerror or exc}) (set ALFRED_DATA_DIR to a writable folder)",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    return supervisor.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Turning domain models into MongoDB documents and back.
+
+Partitions are flattened onto each document (``visibility``, ``circle_id``,
+``owner_user_id``, plus ``pkey`` for grouping) so the privacy filter and Atlas filter
+fields work on plain top-level fields. Embeddings are stored as BSON binary float32
+vectors: four bytes a dimension, and the format Atlas Vector Search reads natively.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from bson.binary import Binary, BinaryVectorDtype
+
+from memory.models import (
+    Clarification,
+    Consolidated,
+    Fact,
+    Message,
+    Partition,
+    Reflection,
+)
+
+Document = dict[str, Any]
+
+
+def vector_to_bson(vector: list[float] | np.ndarray | None) -> Binary | None:
+    if vector is None:
+        return None
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    return Binary.from_vector(values, BinaryVectorDtype.FLOAT32)
+
+
+def vector_from_bson(value: Any) -> list[float] | None:
+    if value is None:
+        return None
+    if isinstance(value, Binary):
+        return list(value.as_vector().data)
+    return [float(x) for x in value]  # legacy arrays of doubles
+
+
+def _with_partition(doc: Document, partition: Partition) -> Document:
+    doc.update(partition.as_fields())
+    doc["pkey"] = partition.key()
+    return doc
+
+
+def _partition_of(doc: Document) -> Partition:
+    return Partition.from_fields(doc)
+
+
+def fact_to_doc(fact: Fact) -> Document:
+    doc = fact.model_dump(exclude={"id", "partition", "embedding"})
+    doc["_id"] = fact.id
+    doc["embedding"] = vector_to_bson(fact.embedding)
+    doc["current"] = fact.invalid_at is None
+    return _with_partition(doc, fact.partition)
+
+
+def fact_from_doc(doc: Document) -> Fact:
+    data = {k: v for k, v in doc.items() if k not in {"_id", "embedding", "current", "pkey"}}
+    return Fact(
+        id=str(doc["_id"]),
+        partition=_partition_of(doc),
+        embedding=vector_from_bson(doc.get("embedding")),
+        **{k: v for k, v in data.items() if k not in {"visibility", "circle_id", "owner_user_id"}},
+    )
+
+
+def _generic_to_doc(model: Reflection | Consolidated | Clarification | Message) -> Document:
+    doc = model.model_dump(exclude={"id", "partition"})
+    doc["_id"] = model.id
+    return _with_partition(doc, model.partition)
+
+
+def _generic_fields(doc: Document) -> dict[str, Any]:
+    skip = {"_id", "pkey", "visibility", "circle_id", "owner_user_id"}
+    return {k: v for k, v in doc.items() if k not in skip}
+
+
+def reflection_to_doc(reflection: Reflection) -> Document:
+    return _generic_to_doc(reflection)
+
+
+def reflection_from_doc(doc: Document) -> Reflection:
+    return Reflection(id=str(doc["_id"]), partition=_partition_of(doc), **_generic_fields(doc))
+
+
+def consolidated_to_doc(blob: Consolidated) -> Document:
+    return _generic_to_doc(blob)
+
+
+def consolidated_from_doc(doc: Document) -> Consolidated:
+    return Consolidated(id=str(doc["_id"]), partition=_partition_of(doc), **_generic_fields(doc))
+
+
+def clarification_to_doc(item: Clarification) -> Document:
+    return _generic_to_doc(item)
+
+
+def clarification_from_doc(doc: Document) -> Clarification:
+    return Clarification(id=str(doc["_id"]), partition=_partition_of(doc), **_generic_fields(doc))
+
+
+def message_to_doc(message: Message) -> Document:
+    return _generic_to_doc(message)
+
+
+def message_from_doc(doc: Document) -> Message:
+    return Message(id=str(doc["_id"]), partition=_partition_of(doc), **_generic_fields(doc))

@@ -1,0 +1,118 @@
+"""Connecting to MongoDB: the configured URI, or the embedded server Alfred starts.
+
+The same code path serves Atlas, self-hosted MongoDB and the embedded server; only the
+URI differs. Driver exceptions are translated here into :mod:`memory.errors`, so a wrong
+URI or a server that is down becomes one line that says what to fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConfigurationError as PyMongoConfigurationError
+from pymongo.errors import InvalidURI, OperationFailure, PyMongoError
+
+from integrations.embedded import EmbeddedLease, acquire
+from integrations.settings import Mode, Settings
+from memory.errors import ConfigurationError, Unavailable
+
+Document = dict[str, Any]
+
+
+@dataclass
+class MongoHandle:
+    """An open connection: the client, Alfred's database, and the embedded lease if any."""
+
+    client: AsyncMongoClient[Document]
+    db: AsyncDatabase[Document]
+    mode: Mode
+    url_for_display: str
+    lease: EmbeddedLease | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    async def close(self) -> None:
+        """Close the client, then let go of the embedded server (it stops with its last user)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.client.close()
+        if self.lease is not None:
+            await asyncio.to_thread(self.lease.release)
+
+
+def redact(uri: str) -> str:
+    """The URI without credentials, safe for logs and error messages."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "<unparseable URI>"
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}"
+
+
+async def connect_mongo(settings: Settings) -> MongoHandle:
+    """Open Alfred's database and check that it answers.
+
+    Raises :class:`Unavailable` when the server cannot be reached in
+    ``mongodb_timeout_ms`` and :class:`ConfigurationError` for a malformed URI.
+    """
+    lease: EmbeddedLease | None = None
+    if settings.mongodb_uri is not None:
+        uri = settings.mongodb_uri.get_secret_value()
+        mode = Mode.CONFIGURED
+    else:
+        lease = await asyncio.to_thread(
+            acquire,
+            "mongo",
+            settings.data_dir(),
+            port=settings.embedded_mongo_port,
+            timeout=settings.embedded_start_timeout,
+        )
+        uri = lease.url
+        mode = Mode.EMBEDDED
+    try:
+        client: AsyncMongoClient[Document] = AsyncMongoClient(
+            uri,
+            tz_aware=True,
+            serverSelectionTimeoutMS=settings.mongodb_timeout_ms,
+            connectTimeoutMS=settings.mongodb_timeout_ms,
+            appname="alfred",
+        )
+    except (InvalidURI, PyMongoConfigurationError, ValueError) as exc:
+        if lease is not None:
+            await asyncio.to_thread(lease.release)
+        raise ConfigurationError(
+            f"MONGODB_URI is not a valid MongoDB URI: {exc}",
+            hint="use mongodb://host:port or mongodb+srv://… , or unset it for the embedded server",
+        ) from None
+    handle = MongoHandle(
+        client=client,
+        db=client[settings.mongodb_database],
+        mode=mode,
+        url_for_display=redact(uri),
+        lease=lease,
+    )
+    try:
+        await client.admin.command("ping")
+    except OperationFailure as exc:
+        await handle.close()
+        raise Unavailable(
+            "database",
+            f"MongoDB at {handle.url_for_display} refused the connection: {exc.details or exc}",
+            hint="check the user name, password and database rights in MONGODB_URI",
+        ) from None
+    except PyMongoError as exc:
+        await handle.close()
+        raise Unavailable(
+            "database",
+            f"cannot reach MongoDB at {handle.url_for_display} ({type(exc).__name__})",
+            hint="check MONGODB_URI and that the server is running, "
+            "or unset MONGODB_URI to use the embedded server",
+        ) from None
+    return handle

@@ -1,0 +1,222 @@
+"""Facts in MongoDB: writes with dedup and versioning, reads with the privacy filter inside.
+
+Every read that can reach a person takes a :class:`Viewer` and runs with
+``visibility_filter(viewer)`` in its query; the few operator reads (dump, purge, jobs)
+are named as such. After every write the partition's version is bumped, which is how
+search caches in every process learn that something changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
+from memory.constants import FACTS, PARTITIONS
+from memory.models import Fact, FactVersion, Partition, Viewer
+from memory.privacy import and_visible, visibility_filter
+
+Document = dict[str, Any]
+NO_EMBEDDING = {"embedding": 0}
+
+
+@dataclass(frozen=True)
+class StoredPartitionVersion:
+    """A partition with facts, and the version of its facts."""
+
+    partition: Partition
+    version: int
+
+
+class MongoFactStore:
+    """The ``memory_facts`` collection, plus the partition versions beside it."""
+
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._facts = db[FACTS]
+        self._partitions = db[PARTITIONS]
+
+    # --- writes -------------------------------------------------------------------
+
+    async def _bump(self, partition: Partition) -> None:
+        await self._partitions.update_one(
+            {"_id": partition.key()},
+            {"$inc": {"version": 1}, "$setOnInsert": partition.as_fields()},
+            upsert=True,
+        )
+
+    async def add(self, fact: Fact) -> tuple[Fact, bool]:
+        """Store a new fact; if the partition already holds the same content, return that.
+
+        The unique (partition, hash) key among current facts makes this safe when two
+        workers store the same fact at once: one inserts, the other gets the existing one.
+        """
+        try:
+            await self._facts.insert_one(fact_to_doc(fact))
+        except DuplicateKeyError:
+            existing = await self._facts.find_one(
+                {"pkey": fact.partition.key(), "hash": fact.hash, "current": True}
+            )
+            if existing is not None:
+                return fact_from_doc(existing), False
+            raise
+        await self._bump(fact.partition)
+        return fact, True
+
+    async def update_content(
+        self,
+        fact_id: str,
+        *,
+        content: str,
+        content_hash: str,
+        embedding: Sequence[float] | None,
+        embedding_model: str | None,
+        at: datetime,
+        reason: str | None = None,
+        importance: int | None = None,
+    ) -> Fact | None:
+        """Reword a current fact, keeping the old wording in its history (UPDATE)."""
+        doc = await self._facts.find_one({"_id": fact_id, "current": True}, NO_EMBEDDING)
+        if doc is None:
+            return None
+        old = FactVersion(content=doc["content"], changed_at=at, reason=reason)
+        update: Document = {
+            "$set": {
+                "content": content,
+                "hash": content_hash,
+                "embedding": vector_to_bson(list(embedding) if embedding is not None else None),
+                "embedding_model": embedding_model,
+                "embedding_dims": len(embedding) if embedding is not None else None,
+                "updated_at": at,
+                **({"importance": importance} if importance is not None else {}),
+            },
+            "$inc": {"version": 1, "rev": 1},
+            "$push": {"history": old.model_dump()},
+        }
+        try:
+            new = await self._facts.find_one_and_update(
+                {"_id": fact_id, "current": True}, update, return_document=ReturnDocument.AFTER
+            )
+        except DuplicateKeyError:
+            # The new wording already exists in the partition: the old fact is redundant.
+            await self.invalidate(fact_id, at=at, reason="merged into an identical fact")
+            return None
+        if new is None:
+            return None
+        fact = fact_from_doc(new)
+        await self._bump(fact.partition)
+        return fact
+
+    async def invalidate(self, fact_id: str, *, at: datetime, reason: str | None = None) -> bool:
+        """Mark a fact no longer true (contradicted); it stays as history, out of retrieval."""
+        doc = await self._facts.find_one_and_update(
+            {"_id": fact_id, "current": True},
+            {
+                "$set": {"invalid_at": at, "current": False, "updated_at": at,
+                         "invalid_reason": reason},
+                "$inc": {"rev": 1},
+            },
+            projection=NO_EMBEDDING,
+        )
+        if doc is None:
+            return False
+        await self._bump(Partition.from_fields(doc))
+        return True
+
+    async def set_embedding(
+        self, fact_id: str, embedding: Sequence[float], model: str
+    ) -> bool:
+        """Replace a fact's vector (re-embedding after a model switch)."""
+        doc = await self._facts.find_one_and_update(
+            {"_id": fact_id},
+            {
+                "$set": {
+                    "embedding": vector_to_bson(list(embedding)),
+                    "embedding_model": model,
+                    "embedding_dims": len(embedding),
+                },
+                "$inc": {"rev": 1},
+            },
+            projection=NO_EMBEDDING,
+        )
+        if doc is None:
+            return False
+        await self._bump(Partition.from_fields(doc))
+        return True
+
+    async def set_mem0_id(self, fact_id: str, mem0_id: str | None) -> None:
+        await self._facts.update_one({"_id": fact_id}, {"$set": {"mem0_id": mem0_id}})
+
+    async def delete(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """Hard-delete facts (forget), returning what was removed (for the cascade)."""
+        if not fact_ids:
+            return []
+        docs = [d async for d in self._facts.find({"_id": {"$in": list(fact_ids)}}, NO_EMBEDDING)]
+        if not docs:
+            return []
+        await self._facts.delete_many({"_id": {"$in": [d["_id"] for d in docs]}})
+        removed = [fact_from_doc(d) for d in docs]
+        for partition in {f.partition for f in removed}:
+            await self._bump(partition)
+        return removed
+
+    async def record_access(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """Count a recall. Does not bump versions: access stats never invalidate caches."""
+        if fact_ids:
+            await self._facts.update_many(
+                {"_id": {"$in": list(fact_ids)}},
+                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": at}},
+            )
+
+    # --- reads for a viewer -----------------------------------------------------------
+
+    async def visible_partitions(self, viewer: Viewer) -> list[StoredPartitionVersion]:
+        return [
+            StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
+            async for d in self._partitions.find(visibility_filter(viewer))
+        ]
+
+    async def fact_revisions(
+        self, viewer: Viewer, partition_keys: Sequence[str]
+    ) -> dict[str, tuple[str, int]]:
+        query = and_visible(viewer, {"pkey": {"$in": list(partition_keys)}, "current": True})
+        return {
+            str(d["_id"]): (d["pkey"], int(d.get("rev", 1)))
+            async for d in self._facts.find(query, {"pkey": 1, "rev": 1})
+        }
+
+    async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
+        query = and_visible(viewer, {"_id": {"$in": list(ids)}, "current": True})
+        return [fact_from_doc(d) async for d in self._facts.find(query)]
+
+    async def list_visible(
+        self, viewer: Viewer, *, include_history: bool = False, limit: int = 0
+    ) -> list[Fact]:
+        """The facts ``viewer`` may see, newest first (for "what do you remember")."""
+        query = and_visible(viewer, None if include_history else {"current": True})
+        cursor = self._facts.find(query, NO_EMBEDDING).sort("created_at", -1).limit(limit)
+        return [fact_from_doc(d) async for d in cursor]
+
+    async def count_visible(self, viewer: Viewer) -> int:
+        return await self._facts.count_documents(and_visible(viewer, {"current": True}))
+
+    async def current_in_partition(self, partition: Partition) -> list[Fact]:
+        """Current facts of one partition (formation compares within a partition only)."""
+        return [
+            fact_from_doc(d)
+            async for d in self._facts.find({"pkey": partition.key(), "current": True})
+        ]
+
+    # --- operator reads (audit, jobs): not for showing to users ---------------------
+
+    async def get(self, fact_id: str) -> Fact | None:
+        doc = await self._facts.find_one({"_id": fact_id})
+        return fact_from_doc(doc) if doc else None
+
+    async def all_for_audit(self) -> list[Fact]:
+        return [fact_from_doc(d) async for d in self._facts.find({}, NO_EMBEDDING)]

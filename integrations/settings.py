@@ -1,0 +1,128 @@
+"""Alfred's configuration: one typed object, read from the environment and ``.env``.
+
+Nothing configured means embedded defaults: a local MongoDB-wire server, a local Redis
+server, the offline LLM and the local embedding model. Each key or URL switches one
+production part on. Entry points call :func:`load_settings` once; nothing else reads
+the environment.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Mode(StrEnum):
+    """How a component runs: started by Alfred, pointed at by configuration, or not used."""
+
+    EMBEDDED = "embedded"
+    CONFIGURED = "configured"
+    OFF = "off"
+
+
+class Settings(BaseSettings):
+    """Every setting Alfred reads. ``.env.example`` documents each one."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+    )
+
+    # Where embedded servers keep their data, relative to the working directory.
+    alfred_data_dir: Path = Path(".alfred")
+    log_level: str = "INFO"
+
+    # MongoDB: unset means the embedded server.
+    mongodb_uri: SecretStr | None = None
+    mongodb_database: str = "alfred"
+    mongodb_timeout_ms: int = Field(default=5000, ge=100)
+    embedded_mongo_port: int = Field(default=0, ge=0, le=65535)
+
+    # Redis for the job queue: unset means the embedded server.
+    redis_url: SecretStr | None = None
+    embedded_redis_port: int = Field(default=0, ge=0, le=65535)
+    embedded_start_timeout: float = Field(default=30.0, gt=0)
+
+    # Telegram.
+    telegram_bot_token: SecretStr | None = None
+    telegram_api_base_url: str | None = None
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_listen: str = "0.0.0.0"  # noqa: S104 - the webhook server must be reachable
+    webhook_port: int = 8080
+
+    # LLM: any OpenAI-compatible endpoint; unset key means the offline provider.
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    llm_fast_model: str = "gpt-4o-mini"
+    llm_slow_model: str = "gpt-4o"
+    llm_chat_model: str = "gpt-4o-mini"
+    llm_timeout: float = Field(default=30.0, gt=0)
+
+    # Embeddings: "auto" uses OpenAI when a key is set, the local model otherwise.
+    embeddings_provider: str = "auto"
+    embeddings_model: str = "text-embedding-3-small"
+
+    # mem0 semantic layer: off unless a key (cloud) or MEM0_MODE=oss is set.
+    mem0_api_key: SecretStr | None = None
+    mem0_host: str | None = None
+    mem0_mode: str = "auto"
+
+    # Google Calendar.
+    google_client_id: str | None = None
+    google_client_secret: SecretStr | None = None
+    google_redirect_url: str | None = None
+    calendar_encryption_key: SecretStr | None = None
+
+    @field_validator("embeddings_provider", "mem0_mode")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return value.strip().lower()
+
+    @property
+    def database_mode(self) -> Mode:
+        return Mode.CONFIGURED if self.mongodb_uri else Mode.EMBEDDED
+
+    @property
+    def queue_mode(self) -> Mode:
+        return Mode.CONFIGURED if self.redis_url else Mode.EMBEDDED
+
+    @property
+    def llm_mode(self) -> Mode:
+        """The offline provider counts as embedded: it is the no-key default."""
+        return Mode.CONFIGURED if self.openai_api_key else Mode.EMBEDDED
+
+    @property
+    def embeddings_mode(self) -> Mode:
+        if self.embeddings_provider == "openai" or (
+            self.embeddings_provider == "auto" and self.openai_api_key
+        ):
+            return Mode.CONFIGURED
+        return Mode.EMBEDDED
+
+    @property
+    def mem0_enabled_mode(self) -> Mode:
+        if self.mem0_mode == "off":
+            return Mode.OFF
+        if self.mem0_mode in ("cloud", "oss") or self.mem0_api_key:
+            return Mode.CONFIGURED
+        return Mode.OFF
+
+    @property
+    def calendar_mode(self) -> Mode:
+        return Mode.CONFIGURED if self.google_client_id else Mode.OFF
+
+    @property
+    def telegram_mode(self) -> Mode:
+        return Mode.CONFIGURED if self.telegram_bot_token else Mode.OFF
+
+    def data_dir(self) -> Path:
+        """The absolute data folder (resolved against the working directory)."""
+        return self.alfred_data_dir.expanduser().resolve()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment and ``.env``; ``overrides`` win (for tests)."""
+    return Settings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Alfred's memory domain: models, privacy, retrieval, formation, consolidation."""

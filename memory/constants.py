@@ -1,0 +1,47 @@
+"""Named constants of the memory domain, each with the reason for its value."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Collection names: one place, so adapters, migrations and tests agree.
+CIRCLES: Final = "circles"
+USERS: Final = "users"
+THREADS: Final = "threads"
+MESSAGES: Final = "messages"
+FACTS: Final = "memory_facts"
+REFLECTIONS: Final = "memory_reflections"
+CONSOLIDATED: Final = "memory_consolidated"
+CLARIFICATIONS: Final = "clarifications"
+SCHEMA_MIGRATIONS: Final = "schema_migrations"
+#: One document per partition holding facts, with a version bumped after every change.
+PARTITIONS: Final = "memory_partitions"
+
+#: Every collection that holds a memory artefact and therefore a partition.
+PARTITIONED_COLLECTIONS: Final = (FACTS, REFLECTIONS, CONSOLIDATED, CLARIFICATIONS, MESSAGES)
+
+# Sizes from DESIGN.md §2: facts are atomic, reflections short.
+FACT_MAX_WORDS: Final = 30
+REFLECTION_MAX_WORDS: Final = 35
+
+# Consolidation thresholds and word limits per scope (seed 002 §7.2).
+CONSOLIDATE_AFTER: Final = {"circle": 8, "user": 4, "session": 4}
+CONSOLIDATED_WORD_LIMIT: Final = {"circle": 1000, "user": 400, "session": 400}
+
+# Message weights in formation (seed 002): the user's words count most.
+MESSAGE_WEIGHTS: Final = {"user": 1.0, "tool": 0.5, "agent": 0.2}
+
+# Formation triggers (DESIGN.md §5).
+FORMATION_EVERY_MESSAGES: Final = 45
+FORMATION_EVERY_TOKENS: Final = 1000
+FORMATION_MIN_MESSAGES: Final = 4
+SESSION_COLD_AFTER_SECONDS: Final = 600
+
+# Similarity at which an existing fact is a candidate for UPDATE/DELETE/NONE (seed 002).
+UPDATE_CANDIDATE_SIMILARITY: Final = 0.7
+
+# Retrieval (DESIGN.md §6): reply-path budget and the dynamic fact limit.
+RETRIEVAL_BUDGET_MS: Final = 500
+RETRIEVAL_MIN_LIMIT: Final = 5
+RETRIEVAL_MAX_LIMIT: Final = 15
+RRF_K: Final = 60

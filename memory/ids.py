@@ -1,0 +1,29 @@
+"""Identifiers and content hashes for stored records."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+
+
+def new_id() -> str:
+    """A fresh random id (32 hex characters): unguessable, sortable by nothing."""
+    return uuid.uuid4().hex
+
+
+def normalise_content(text: str) -> str:
+    """Content reduced for duplicate detection: NFKC, lower case, single spaces, no edge
+    punctuation. "Alice likes tea." and "alice likes  tea" are the same fact."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACE.sub(" ", text).strip()
+    return _EDGE_PUNCT.sub("", text)
+
+
+def content_hash(text: str) -> str:
+    """The dedup key of a fact within its partition."""
+    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()

@@ -1,0 +1,302 @@
+"""The records Alfred keeps, as pydantic models.
+
+Every memory artefact embeds a :class:`Partition`: where the memory came from decides,
+forever, who may see it (DESIGN.md §3). The partition is stored as three flat fields
+(``circle_id``, ``owner_user_id``, ``visibility``) on each document so that the database
+can filter on them directly and Atlas search indexes can declare them as filter fields.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Visibility(StrEnum):
+    """Where a memory was said: the circle's group (``shared``) or a private DM (``dm``)."""
+
+    SHARED = "shared"
+    DM = "dm"
+
+
+class ThreadKind(StrEnum):
+    """A Telegram chat bound to Alfred: a circle's group, or one user's DM."""
+
+    GROUP = "group"
+    DM = "dm"
+
+
+class Category(StrEnum):
+    """Fact categories (DESIGN.md §2)."""
+
+    FACT = "fact"
+    RELATIONSHIP = "relationship"
+    CONTEXT = "context"
+
+
+class ReflectionScope(StrEnum):
+    """How wide a reflection reaches: a whole circle, one user, or one session."""
+
+    CIRCLE = "circle"
+    USER = "user"
+    SESSION = "session"
+
+
+class Role(StrEnum):
+    """Who produced a journaled message; formation weighs them differently."""
+
+    USER = "user"
+    TOOL = "tool"
+    AGENT = "agent"
+
+
+class Partition(BaseModel):
+    """The privacy partition of a memory artefact.
+
+    Three shapes are valid, one per row of the table in DESIGN.md §3:
+
+    * circle-level, from the group: ``circle_id=C, owner_user_id=None, visibility=shared``
+    * member X's, from the group: ``circle_id=C, owner_user_id=X, visibility=shared``
+    * member X's, from X's DM: ``circle_id=None, owner_user_id=X, visibility=dm``
+
+    A DM never produces a circle-level memory, so ``dm`` always has an owner and no circle.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    circle_id: str | None
+    owner_user_id: str | None
+    visibility: Visibility
+
+    @model_validator(mode="after")
+    def _one_of_three_shapes(self) -> Partition:
+        if self.visibility is Visibility.DM:
+            if self.owner_user_id is None or self.circle_id is not None:
+                raise ValueError("a DM partition has an owner and no circle")
+        elif self.circle_id is None:
+            raise ValueError("a shared partition belongs to a circle")
+        return self
+
+    @classmethod
+    def circle(cls, circle_id: str) -> Partition:
+        """A circle-level ("we", "our") memory said in the circle's group."""
+        return cls(circle_id=circle_id, owner_user_id=None, visibility=Visibility.SHARED)
+
+    @classmethod
+    def member(cls, circle_id: str, user_id: str) -> Partition:
+        """Something about one member, said in the circle's group."""
+        return cls(circle_id=circle_id, owner_user_id=user_id, visibility=Visibility.SHARED)
+
+    @classmethod
+    def dm(cls, user_id: str) -> Partition:
+        """Something said in a user's private DM with Alfred."""
+        return cls(circle_id=None, owner_user_id=user_id, visibility=Visibility.DM)
+
+    def key(self) -> str:
+        """A stable string naming the partition, for caches and lock names."""
+        return f"{self.visibility}:{self.circle_id or '-'}:{self.owner_user_id or '-'}"
+
+    def as_fields(self) -> dict[str, Any]:
+        """The flat document fields the partition is stored as."""
+        return {
+            "circle_id": self.circle_id,
+            "owner_user_id": self.owner_user_id,
+            "visibility": self.visibility.value,
+        }
+
+    @classmethod
+    def from_fields(cls, doc: dict[str, Any]) -> Partition:
+        """Read the partition back from a stored document."""
+        return cls(
+            circle_id=doc.get("circle_id"),
+            owner_user_id=doc.get("owner_user_id"),
+            visibility=Visibility(doc["visibility"]),
+        )
+
+
+class Thread(BaseModel):
+    """A chat Alfred takes part in.
+
+    A group thread belongs to one circle; a DM thread to one user. The thread a message
+    arrives in decides the partition of everything learned from it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: ThreadKind
+    circle_id: str | None = None
+    user_id: str | None = None
+    telegram_chat_id: int | None = None
+    title: str | None = None
+
+    @model_validator(mode="after")
+    def _bound(self) -> Thread:
+        if self.kind is ThreadKind.GROUP and (self.circle_id is None or self.user_id):
+            raise ValueError("a group thread is bound to a circle and no user")
+        if self.kind is ThreadKind.DM and (self.user_id is None or self.circle_id):
+            raise ValueError("a DM thread is bound to a user and no circle")
+        return self
+
+    def partition_for(self, speaker_id: str, *, about_circle: bool = False) -> Partition:
+        """The partition of a memory learned from ``speaker_id`` in this thread.
+
+        ``about_circle`` marks "we/our" statements; in a DM it is ignored on purpose,
+        because a DM never produces a circle-level memory (DESIGN.md §3).
+        """
+        if self.kind is ThreadKind.DM:
+            return Partition.dm(speaker_id)
+        assert self.circle_id is not None
+        if about_circle:
+            return Partition.circle(self.circle_id)
+        return Partition.member(self.circle_id, speaker_id)
+
+
+class Viewer(BaseModel):
+    """Who is looking, and from where: the required argument of every memory read.
+
+    ``circle_ids`` are the circles the user is currently an active member of. The caller
+    computes them from the membership records at the moment of the read, so a member who
+    left a circle stops seeing its memories at once.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    thread: Thread
+    circle_ids: frozenset[str] = frozenset()
+
+
+class Circle(BaseModel):
+    """The people of one Telegram group bound to Alfred."""
+
+    id: str
+    title: str | None = None
+    telegram_chat_id: int | None = None
+    member_ids: list[str] = Field(default_factory=list)
+    archived_at: datetime | None = None
+    created_at: datetime
+
+
+class User(BaseModel):
+    """A Telegram user Alfred has met."""
+
+    id: str
+    telegram_user_id: int | None = None
+    name: str
+    username: str | None = None
+    created_at: datetime
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: a thread and its messages, or a calendar event."""
+
+    thread_id: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    calendar_event_id: str | None = None
+    source: Literal["conversation", "explicit", "correction", "calendar", "import", "operator"] = (
+        "conversation"
+    )
+
+
+class FactVersion(BaseModel):
+    """One earlier wording of a fact, kept when it is updated."""
+
+    content: str
+    changed_at: datetime
+    reason: str | None = None
+
+
+class Fact(BaseModel):
+    """An atomic, objective statement, retrieved by search (DESIGN.md §4)."""
+
+    id: str
+    content: str
+    hash: str
+    category: Category = Category.FACT
+    importance: int = Field(default=5, ge=1, le=10)
+    partition: Partition
+    provenance: Provenance = Field(default_factory=Provenance)
+    embedding: list[float] | None = None
+    embedding_model: str | None = None
+    embedding_dims: int | None = None
+    valid_at: datetime
+    invalid_at: datetime | None = None
+    version: int = 1
+    #: Bumped on every change to the stored fact, so caches can tell what moved.
+    rev: int = 1
+    history: list[FactVersion] = Field(default_factory=list)
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    mem0_id: str | None = None
+    pinned: bool = False
+    subject_user_id: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def current(self) -> bool:
+        """Whether the fact is still valid (contradicted facts stay as history)."""
+        return self.invalid_at is None
+
+
+class Reflection(BaseModel):
+    """An interpreted note, always in context until consolidated (DESIGN.md §4)."""
+
+    id: str
+    content: str
+    scope: ReflectionScope
+    partition: Partition
+    thread_id: str | None = None
+    session_id: str | None = None
+    absorbed: bool = False
+    absorbed_into: str | None = None
+    source_fact_ids: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class Consolidated(BaseModel):
+    """The word-limited blob merging the reflections of one (scope, partition)."""
+
+    id: str
+    scope: ReflectionScope
+    partition: Partition
+    session_id: str | None = None
+    content: str
+    word_limit: int
+    reflection_ids: list[str] = Field(default_factory=list)
+    unabsorbed_ids: list[str] = Field(default_factory=list)
+    last_consolidated_at: datetime
+
+
+class Clarification(BaseModel):
+    """A question to ask a user the next time they speak in the same partition."""
+
+    id: str
+    user_id: str
+    partition: Partition
+    question: str
+    kind: Literal["contradiction", "ambiguous_reference"] = "contradiction"
+    fact_id: str | None = None
+    proposed_content: str | None = None
+    status: Literal["pending", "asked", "resolved", "dismissed"] = "pending"
+    created_at: datetime
+    resolved_at: datetime | None = None
+
+
+class Message(BaseModel):
+    """A journaled message, the raw material of formation; kept for a retention window."""
+
+    id: str
+    thread_id: str
+    partition: Partition
+    role: Role
+    user_id: str | None = None
+    text: str
+    telegram_message_id: int | None = None
+    session_id: str | None = None
+    formed: bool = False
+    created_at: datetime

@@ -1,0 +1,79 @@
+"""The interfaces the memory domain needs from the outside world.
+
+Adapters in ``integrations/`` implement these; the domain never imports an adapter.
+Each port exists because a second implementation really does (a production one and an
+embedded/offline one, or a test fake).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.models import Fact, Partition, Viewer
+
+Vector = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Time as the domain sees it: real in production, simulated in replays."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of a fixed dimension."""
+
+    @property
+    def model_name(self) -> str:
+        """The model id stored beside every vector, so a model switch is detected."""
+        ...
+
+    @property
+    def dimensions(self) -> int:
+        """The length of every vector this embedder returns."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed a batch: an array of shape ``(len(texts), dimensions)``, rows L2-normalised."""
+        ...
+
+
+class PartitionVersion(Protocol):
+    """A partition and the version its facts are at (bumped after every fact change)."""
+
+    @property
+    def partition(self) -> Partition: ...
+
+    @property
+    def version(self) -> int: ...
+
+
+@runtime_checkable
+class FactIndexSource(Protocol):
+    """What the application-side search needs from storage to keep its caches correct.
+
+    Every method takes the viewer and applies the privacy filter inside its query.
+    """
+
+    async def visible_partitions(self, viewer: Viewer) -> Sequence[PartitionVersion]:
+        """The partitions holding facts the viewer may see, with their versions."""
+        ...
+
+    async def fact_revisions(
+        self, viewer: Viewer, partition_keys: Sequence[str]
+    ) -> dict[str, tuple[str, int]]:
+        """Current fact ids of those partitions → (partition key, revision)."""
+        ...
+
+    async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
+        """The current, visible facts among ``ids``, embeddings included."""
+        ...

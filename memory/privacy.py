@@ -1,0 +1,101 @@
+"""The privacy rule, as code: one predicate and one query-filter builder.
+
+This module is the single place that decides who may see a memory. Every read path
+(retrieval, the always-in-context block, tools, replies, exports, status counts, logs)
+calls :func:`visibility_filter` to build its database query and :func:`is_visible` to
+re-check each artefact before it is used. The two are written side by side from the
+same table so they cannot drift; a property-based test stores random artefacts in the
+real database and checks that the filter returns exactly what the predicate allows.
+
+The table (DESIGN.md §3), for a viewer in a thread:
+
+========================================  =========  ===========  ==============  ============
+memory                                    its group  owner's DM   other member's  other circle
+========================================  =========  ===========  ==============  ============
+circle-level (owner null, from the group)  yes        yes          yes (members)   never
+member X's, from the group                yes        yes (X only)  no              never
+member X's, from X's DM                   no         yes (X only)  no              never
+========================================  =========  ===========  ==============  ============
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memory.models import Partition, ThreadKind, Viewer, Visibility
+
+#: A MongoDB filter that matches no document, for viewers who may see nothing.
+MATCH_NOTHING: dict[str, Any] = {"visibility": {"$in": []}}
+
+
+def is_visible(partition: Partition, viewer: Viewer) -> bool:
+    """Whether an artefact of ``partition`` may be shown to ``viewer`` in their thread."""
+    thread = viewer.thread
+    if thread.kind is ThreadKind.GROUP:
+        circle = thread.circle_id
+        return (
+            circle is not None
+            and circle in viewer.circle_ids
+            and partition.visibility is Visibility.SHARED
+            and partition.circle_id == circle
+        )
+    # A DM thread shows memories only to the user it belongs to.
+    if thread.user_id != viewer.user_id:
+        return False
+    if partition.visibility is Visibility.DM:
+        return partition.owner_user_id == viewer.user_id and partition.circle_id is None
+    return partition.circle_id in viewer.circle_ids and partition.owner_user_id in (
+        None,
+        viewer.user_id,
+    )
+
+
+def is_visible_doc(doc: Mapping[str, Any], viewer: Viewer) -> bool:
+    """:func:`is_visible` for a stored document carrying the flat partition fields.
+
+    A document whose partition fields are missing or malformed is never visible.
+    """
+    try:
+        partition = Partition.from_fields(dict(doc))
+    except (KeyError, ValueError):
+        return False
+    return is_visible(partition, viewer)
+
+
+def visibility_filter(viewer: Viewer) -> dict[str, Any]:
+    """The MongoDB filter that selects exactly the artefacts :func:`is_visible` allows.
+
+    Combine it with other conditions under ``$and``; never loosen it. The same
+    document serves as the ``filter`` of Atlas ``$vectorSearch`` (its fields are
+    declared as filter fields in the index) and of ordinary ``find`` queries.
+    """
+    thread = viewer.thread
+    if thread.kind is ThreadKind.GROUP:
+        circle = thread.circle_id
+        if circle is None or circle not in viewer.circle_ids:
+            return dict(MATCH_NOTHING)
+        return {"visibility": Visibility.SHARED.value, "circle_id": circle}
+    if thread.user_id != viewer.user_id:
+        return dict(MATCH_NOTHING)
+    own_dm = {
+        "visibility": Visibility.DM.value,
+        "owner_user_id": viewer.user_id,
+        "circle_id": None,
+    }
+    if not viewer.circle_ids:
+        return own_dm
+    from_groups = {
+        "visibility": Visibility.SHARED.value,
+        "circle_id": {"$in": sorted(viewer.circle_ids)},
+        "owner_user_id": {"$in": [None, viewer.user_id]},
+    }
+    return {"$or": [own_dm, from_groups]}
+
+
+def and_visible(viewer: Viewer, query: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``query`` restricted to what ``viewer`` may see: the filter always applies."""
+    vis = visibility_filter(viewer)
+    if not query:
+        return vis
+    return {"$and": [vis, dict(query)]}

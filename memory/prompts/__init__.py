@@ -1,0 +1,1 @@
+"""Prompts as typed code: one module per task, each with its context, response and text."""

@@ -1,0 +1,74 @@
+"""Formation step 2: ADD / UPDATE / DELETE / NONE against similar facts of the partition."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memory.llm import ModelTier, PromptMessage, Task
+
+
+class CandidateFact(BaseModel):
+    """An existing fact similar (cosine ≥ 0.7) to a new one, in the same partition."""
+
+    id: str
+    content: str
+    similarity: float
+    new_index: int = Field(description="which new fact this candidate is similar to")
+
+
+class DecideUpdatesContext(BaseModel):
+    new_facts: list[str]
+    candidates: list[CandidateFact]
+
+
+class UpdateDecision(BaseModel):
+    new_index: int
+    action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    target_id: str | None = Field(
+        default=None, description="the existing fact to update or delete"
+    )
+    content: str | None = Field(
+        default=None, description="for UPDATE: the merged wording, at most 30 words"
+    )
+    contradiction: bool = Field(
+        default=False,
+        description="the new fact contradicts the existing one (rather than refining it)",
+    )
+
+
+class UpdateDecisions(BaseModel):
+    decisions: list[UpdateDecision] = Field(default_factory=list)
+
+
+SYSTEM = """\
+You keep a memory of facts free of duplicates and contradictions. For each new fact \
+you see the existing facts that are similar to it. Decide one action per new fact:
+- ADD: it is new information; keep it as a separate fact.
+- UPDATE: it refines or corrects an existing fact; give target_id and the merged \
+wording in content (at most 30 words, the newest information wins).
+- DELETE: it says an existing fact is no longer true and nothing should replace it \
+("I don't eat meat anymore" deletes "Bob loves steak"); give target_id.
+- NONE: it is already known; nothing changes.
+Set contradiction true when the new fact and the existing one cannot both be true \
+(a changed preference, a new address, a different name); the old fact is kept as history.
+Answer with JSON only: {"decisions": [{"new_index", "action", "target_id", "content", \
+"contradiction"}]}, one decision per new fact."""
+
+
+def build(ctx: DecideUpdatesContext) -> list[PromptMessage]:
+    lines = []
+    for i, fact in enumerate(ctx.new_facts):
+        lines.append(f"New fact {i}: {fact}")
+        for cand in (c for c in ctx.candidates if c.new_index == i):
+            lines.append(f"  existing {cand.id} (similarity {cand.similarity:.2f}): {cand.content}")
+    return [
+        PromptMessage(role="system", content=SYSTEM),
+        PromptMessage(role="user", content="\n".join(lines)),
+    ]
+
+
+DECIDE_UPDATES: Task[DecideUpdatesContext, UpdateDecisions] = Task(
+    "decide_updates", ModelTier.FAST, DecideUpdatesContext, UpdateDecisions, build
+)

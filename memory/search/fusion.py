@@ -1,0 +1,262 @@
+"""Fusing the dense and keyword legs, then blending relevance with recency and importance.
+
+DESIGN.md §6.3: the legs are fused either by reciprocal rank (k = 60, as seed 002 says)
+or by a weighted sum of min-max-normalised scores, whichever LoCoMo shows better. On the
+LoCoMo development conversations (scripts/locomo_eval.py) the weighted sum wins clearly:
+RRF throws away *how much* better a leg's first hit is than its tenth, and with a weak
+dense leg (MiniLM) that flattening lets its noise outvote a confident keyword match.
+So :attr:`FusionMethod.WEIGHTED` with 0.6 dense / 0.4 keyword is the default.
+
+Both fusions return relevance in [0, 1] so that :func:`blend` can mix it with the other
+signals on one scale ("normalise before blending").
+
+Each leg is a mapping ``doc_id -> raw score``, typically that leg's top-N hits among the
+viewer's pre-filtered candidates. A document a leg did not return counts as that leg's
+worst (0 after normalisation), which is what "not found by keyword search" means.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+RRF_K: Final = 60
+DEFAULT_DENSE_WEIGHT: Final = 0.6
+DEFAULT_KEYWORD_WEIGHT: Final = 0.4
+
+
+class FusionMethod(StrEnum):
+    """How the legs' results are combined."""
+
+    WEIGHTED = "weighted"
+    RRF = "rrf"
+
+
+@dataclass(frozen=True, slots=True)
+class FusionConfig:
+    """The fusion method and its parameters; defaults from the LoCoMo evaluation."""
+
+    method: FusionMethod = FusionMethod.WEIGHTED
+    dense_weight: float = DEFAULT_DENSE_WEIGHT
+    keyword_weight: float = DEFAULT_KEYWORD_WEIGHT
+    rrf_k: int = RRF_K
+
+    def __post_init__(self) -> None:
+        if self.dense_weight < 0 or self.keyword_weight < 0:
+            raise ValueError("fusion weights must not be negative")
+        if self.dense_weight + self.keyword_weight <= 0:
+            raise ValueError("at least one fusion weight must be positive")
+        if self.rrf_k < 0:
+            raise ValueError("rrf_k must not be negative")
+
+
+def min_max_normalise(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores rescaled to [0, 1]: the leg's best becomes 1, its worst 0.
+
+    When every score is equal (a single hit, say) they are all equally the best: 1.0 if
+    the scores are positive, else 0.0 (e.g. keyword scores that are all zero mean no
+    keyword match at all, which must not count as a perfect one).
+    """
+    if not scores:
+        return {}
+    low = min(scores.values())
+    high = max(scores.values())
+    spread = high - low
+    if spread <= 0 or not math.isfinite(spread):
+        value = 1.0 if high > 0 else 0.0
+        return dict.fromkeys(scores, value)
+    return {doc_id: (score - low) / spread for doc_id, score in scores.items()}
+
+
+def weighted_fusion(
+    legs: Sequence[Mapping[str, float]], weights: Sequence[float]
+) -> dict[str, float]:
+    """Σ wᵢ · minmax(legᵢ)(d) / Σ wᵢ over the union of the legs' documents, in [0, 1]."""
+    if len(legs) != len(weights):
+        raise ValueError("one weight per leg")
+    total = float(sum(weights))
+    if total <= 0:
+        raise ValueError("at least one weight must be positive")
+    fused: dict[str, float] = {}
+    for leg, weight in zip(legs, weights, strict=True):
+        if weight == 0:
+            for doc_id in leg:
+                fused.setdefault(doc_id, 0.0)
+            continue
+        for doc_id, value in min_max_normalise(leg).items():
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight * value / total
+    return fused
+
+
+def ranking(scores: Mapping[str, float]) -> list[str]:
+    """Doc ids by descending score; equal scores by id, so rankings are deterministic."""
+    return sorted(scores, key=lambda doc_id: (-scores[doc_id], doc_id))
+
+
+def rrf_fusion(
+    legs: Sequence[Mapping[str, float]],
+    *,
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """Reciprocal rank fusion, Σ wᵢ / (k + rankᵢ(d)) with 1-based ranks, scaled to [0, 1].
+
+    The scale divides by the best possible sum (first in every leg), so a document ranked
+    first by every leg scores 1.0. Only ranks matter: pass each leg's hits, not padding.
+    """
+    weights = [1.0] * len(legs) if weights is None else list(weights)
+    if len(weights) != len(legs):
+        raise ValueError("one weight per leg")
+    best = sum(w / (k + 1) for w in weights)
+    if best <= 0:
+        raise ValueError("at least one weight must be positive")
+    fused: dict[str, float] = {}
+    for leg, weight in zip(legs, weights, strict=True):
+        for rank, doc_id in enumerate(ranking(leg), start=1):
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (k + rank) / best
+    return fused
+
+
+def fuse(
+    dense: Mapping[str, float],
+    keyword: Mapping[str, float],
+    config: FusionConfig = FusionConfig(),
+) -> dict[str, float]:
+    """The fused relevance in [0, 1] of every document either leg returned."""
+    weights = (config.dense_weight, config.keyword_weight)
+    if config.method is FusionMethod.RRF:
+        return rrf_fusion((dense, keyword), k=config.rrf_k, weights=weights)
+    return weighted_fusion((dense, keyword), weights)
+
+
+def top_n(scores: Mapping[str, float], n: int) -> list[tuple[str, float]]:
+    """The ``n`` best ``(doc_id, score)``, best first, ties by id."""
+    if n <= 0:
+        return []
+    return [(doc_id, scores[doc_id]) for doc_id in ranking(scores)[:n]]
+
+
+# --- blending with recency, strength and importance -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlendConfig:
+    """Weights and shapes of the final blend; the defaults favour relevance.
+
+    Relevance dominates (0.8) because a memory that does not answer the message is noise
+    however fresh or important; recency and importance only reorder close calls.
+    """
+
+    relevance_weight: float = 0.8
+    recency_weight: float = 0.1
+    importance_weight: float = 0.1
+    strength_weight: float = 0.0
+    #: Age at which the decaying part of recency halves.
+    half_life_days: float = 30.0
+    #: Recency never falls below this: old memories rank lower but never vanish.
+    recency_floor: float = 0.1
+    #: Accesses at which strength saturates at 1 (log-scaled before that).
+    strength_saturation: int = 10
+    #: A fully strengthened memory decays (1 + boost) times slower (spacing effect).
+    strength_half_life_boost: float = 1.0
+
+    def __post_init__(self) -> None:
+        weights = (
+            self.relevance_weight,
+            self.recency_weight,
+            self.importance_weight,
+            self.strength_weight,
+        )
+        if min(weights) < 0 or sum(weights) <= 0:
+            raise ValueError("blend weights must be non-negative with a positive sum")
+        if self.half_life_days <= 0:
+            raise ValueError("half_life_days must be positive")
+        if not 0.0 < self.recency_floor < 1.0:
+            raise ValueError("recency_floor must be in (0, 1) so old memories never vanish")
+        if self.strength_saturation < 1 or self.strength_half_life_boost < 0:
+            raise ValueError("strength_saturation >= 1 and strength_half_life_boost >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySignals:
+    """What :func:`blend` knows about one candidate.
+
+    ``age_days`` is the time since the memory was last reinforced: stated, updated or
+    recalled, whichever is latest (the caller decides; negative ages count as 0).
+    """
+
+    relevance: float
+    age_days: float
+    importance: int = 5
+    access_count: int = 0
+
+
+def strength_score(access_count: int, saturation: int = 10) -> float:
+    """Access strength in [0, 1]: log-scaled so the first recalls matter most."""
+    if access_count <= 0:
+        return 0.0
+    return min(1.0, math.log1p(access_count) / math.log1p(saturation))
+
+
+def recency_score(
+    age_days: float,
+    half_life_days: float = 30.0,
+    floor: float = 0.1,
+    *,
+    strength: float = 0.0,
+    strength_half_life_boost: float = 1.0,
+) -> float:
+    """Soft exponential decay in (floor, 1]: ``floor + (1 - floor) · 2^(-age / half_life)``.
+
+    The half-life stretches with access strength, so often recalled memories fade slower.
+    The floor keeps the score positive at any age: decay reorders, it never deletes.
+    """
+    age = max(0.0, age_days) if math.isfinite(age_days) else math.inf
+    half_life = half_life_days * (1.0 + strength_half_life_boost * max(0.0, min(1.0, strength)))
+    return floor + (1.0 - floor) * math.pow(2.0, -age / half_life)
+
+
+def importance_score(importance: int | float) -> float:
+    """Importance 1-10 mapped linearly onto [0, 1] (values outside are clipped)."""
+    return (max(1.0, min(10.0, float(importance))) - 1.0) / 9.0
+
+
+def blend(
+    candidates: Mapping[str, MemorySignals], config: BlendConfig = BlendConfig()
+) -> dict[str, float]:
+    """The final score of each candidate, in [0, 1], as a weighted mean of its signals.
+
+    Relevance is divided by the best candidate's relevance, so the best match is 1 and
+    ratios are kept (a min-max would push the weakest candidate to 0 and let recency
+    alone decide its place). Recency, strength and importance are already in [0, 1].
+    """
+    if not candidates:
+        return {}
+    top = max(max(signal.relevance for signal in candidates.values()), 0.0)
+    total = (
+        config.relevance_weight
+        + config.recency_weight
+        + config.importance_weight
+        + config.strength_weight
+    )
+    out: dict[str, float] = {}
+    for doc_id, signal in candidates.items():
+        relevance = max(0.0, signal.relevance) / top if top > 0 else 0.0
+        strength = strength_score(signal.access_count, config.strength_saturation)
+        recency = recency_score(
+            signal.age_days,
+            config.half_life_days,
+            config.recency_floor,
+            strength=strength,
+            strength_half_life_boost=config.strength_half_life_boost,
+        )
+        out[doc_id] = (
+            config.relevance_weight * min(1.0, relevance)
+            + config.recency_weight * recency
+            + config.importance_weight * importance_score(signal.importance)
+            + config.strength_weight * strength
+        ) / total
+    return out

@@ -1,0 +1,188 @@
+"""Application-side search indexes, one per set of visible partitions, kept in sync.
+
+Where the database cannot score (self-hosted MongoDB, the embedded server), Alfred keeps
+the facts a viewer may see in memory: their vectors for the dense leg and a BM25 index
+for the keyword leg. An index covers one *scope*, the exact set of partitions visible
+from a thread (a circle's group sees all of the circle's shared partitions; a member's
+DM sees their DM partition plus the circle-level and their own group partitions), so
+keyword statistics are those of what the viewer can see, and members of one group share
+one index.
+
+Staying correct when facts change, across processes: every fact change bumps its
+revision and, after the write, its partition's version. Before each search the cache
+reads the visible partitions' versions (one small query, privacy filter inside); for a
+partition whose version moved it diffs ``{id: revision}`` against what it holds and
+loads only what changed. A reader that raced a writer sees the version move on its next
+search and catches up, so nothing is missed for long and nothing stale stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from memory.models import Category, Fact, Partition, Viewer
+from memory.ports import FactIndexSource
+from memory.privacy import is_visible
+from memory.search.bm25 import BM25Index
+from memory.search.vector import VectorIndex
+
+DEFAULT_MAX_SCOPES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFact:
+    """What search and blending need of a fact, without its embedding."""
+
+    id: str
+    content: str
+    category: Category
+    importance: int
+    partition: Partition
+    rev: int
+    reinforced_at: datetime
+    access_count: int
+    pinned: bool
+    has_vector: bool
+
+
+@dataclass
+class ScopeIndex:
+    """The facts of one scope: metadata, vectors (current model only) and BM25."""
+
+    dimensions: int
+    model_name: str
+    versions: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, IndexedFact] = field(default_factory=dict)
+    bm25: BM25Index = field(default_factory=BM25Index)
+    vectors: VectorIndex = field(init=False)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.vectors = VectorIndex(self.dimensions)
+
+    def remove(self, fact_id: str) -> None:
+        if self.facts.pop(fact_id, None) is not None:
+            self.bm25.remove(fact_id)
+            self.vectors.remove(fact_id)
+
+    def put(self, fact: Fact) -> None:
+        """Index ``fact`` (replacing an earlier revision of it)."""
+        self.remove(fact.id)
+        usable = (
+            fact.embedding is not None
+            and fact.embedding_model == self.model_name
+            and len(fact.embedding) == self.dimensions
+        )
+        if usable:
+            assert fact.embedding is not None
+            self.vectors.add(fact.id, np.asarray(fact.embedding, dtype=np.float32))
+        self.bm25.add(fact.id, fact.content)
+        reinforced = max(
+            t for t in (fact.valid_at, fact.updated_at, fact.last_accessed_at) if t is not None
+        )
+        self.facts[fact.id] = IndexedFact(
+            id=fact.id,
+            content=fact.content,
+            category=fact.category,
+            importance=fact.importance,
+            partition=fact.partition,
+            rev=fact.rev,
+            reinforced_at=reinforced,
+            access_count=fact.access_count,
+            pinned=fact.pinned,
+            has_vector=usable,
+        )
+
+    @property
+    def stale_vectors(self) -> int:
+        """Facts without a vector of the current model (need the re-embed job)."""
+        return sum(1 for f in self.facts.values() if not f.has_vector)
+
+
+class ScopeIndexCache:
+    """Scope indexes by visible-partition set, least recently used evicted first."""
+
+    def __init__(
+        self,
+        source: FactIndexSource,
+        *,
+        dimensions: int,
+        model_name: str,
+        max_scopes: int = DEFAULT_MAX_SCOPES,
+    ) -> None:
+        self._source = source
+        self._dimensions = dimensions
+        self._model_name = model_name
+        self._max_scopes = max_scopes
+        self._scopes: OrderedDict[tuple[str, ...], ScopeIndex] = OrderedDict()
+        self.loads = 0  # facts loaded from storage, for tests and metrics
+
+    async def index_for(self, viewer: Viewer) -> ScopeIndex:
+        """The up-to-date index of everything ``viewer`` may see in their thread."""
+        partitions = await self._source.visible_partitions(viewer)
+        visible = {
+            pv.partition.key(): pv.version for pv in partitions if is_visible(pv.partition, viewer)
+        }
+        key = tuple(sorted(visible))
+        index = self._scopes.get(key)
+        if index is None:
+            index = ScopeIndex(dimensions=self._dimensions, model_name=self._model_name)
+            self._scopes[key] = index
+            while len(self._scopes) > self._max_scopes:
+                self._scopes.popitem(last=False)
+        self._scopes.move_to_end(key)
+        async with index.lock:
+            changed = [k for k, v in visible.items() if index.versions.get(k) != v]
+            if changed:
+                await self._sync(index, viewer, changed, visible)
+        return index
+
+    async def _sync(
+        self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str], visible: dict[str, int]
+    ) -> None:
+        revisions = await self._source.fact_revisions(viewer, changed)
+        changed_set = set(changed)
+        for fact_id, held in list(index.facts.items()):
+            if held.partition.key() in changed_set and fact_id not in revisions:
+                index.remove(fact_id)
+        to_load = [
+            fact_id
+            for fact_id, (_, rev) in revisions.items()
+            if fact_id not in index.facts or index.facts[fact_id].rev != rev
+        ]
+        for start in range(0, len(to_load), 2000):
+            batch = await self._source.load_facts(viewer, to_load[start : start + 2000])
+            for loaded in batch:
+                if is_visible(loaded.partition, viewer) and loaded.current:
+                    index.put(loaded)
+            self.loads += len(batch)
+        for key in changed:
+            index.versions[key] = visible[key]
+
+    def note_access(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """Reflect a recall in the cached signals without reloading anything."""
+        wanted = set(fact_ids)
+        for index in self._scopes.values():
+            for fact_id in wanted & index.facts.keys():
+                old = index.facts[fact_id]
+                index.facts[fact_id] = IndexedFact(
+                    id=old.id,
+                    content=old.content,
+                    category=old.category,
+                    importance=old.importance,
+                    partition=old.partition,
+                    rev=old.rev,
+                    reinforced_at=max(old.reinforced_at, at),
+                    access_count=old.access_count + 1,
+                    pinned=old.pinned,
+                    has_vector=old.has_vector,
+                )
+
+    def clear(self) -> None:
+        self._scopes.clear()

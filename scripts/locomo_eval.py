@@ -1,0 +1,362 @@
+"""LoCoMo evidence recall@k of the retrieval building blocks in ``memory.search``.
+
+Method (/work/shared/benchmarks/locomo/README.md): every turn of a conversation is one
+document with its ``dia_id``; each question of categories 1-4 with evidence is a query
+scoped to its own conversation; recall@k is the fraction of the question's evidence ids
+found among the k results, averaged per category and overall.
+
+Compared: BM25 alone, MiniLM alone, RRF (k = 60), and weighted sums of min-max-normalised
+scores at several weights, each with and without the session date prefixed to each turn,
+plus a few cheap keyword-side variants (stopword list, stemming, photo captions). Also the
+p50/p95 latency of one query through the recommended pipeline: query embedding + cosine
+top-N + BM25 top-N + fusion + top-k.
+
+The data is CC BY-NC 4.0 and is read from where it lives (or ``--data``), never copied.
+This script only wires data to ``memory.search`` and ``integrations.onnx_embedder``; the
+retrieval logic lives there.
+
+    .venv/bin/python scripts/locomo_eval.py [--data PATH] [--leg-depth 100] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from integrations.onnx_embedder import OnnxMiniLMEmbedder  # noqa: E402
+from memory.search.bm25 import BM25Index  # noqa: E402
+from memory.search.fusion import (  # noqa: E402
+    FusionConfig,
+    FusionMethod,
+    fuse,
+    top_n,
+)
+from memory.search.text import CHAT_STOPWORDS, ENGLISH_STOPWORDS, tokenize  # noqa: E402
+from memory.search.vector import VectorIndex  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo-dev.json"
+KS = (5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+#: Lucene's classic 33-word English list, to reproduce the README's stopword comparison.
+LUCENE_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the "
+    "their then there these they this to was will with".split()
+)
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    date: str
+    caption: str | None
+
+
+@dataclass(frozen=True)
+class Question:
+    sample: int
+    text: str
+    evidence: frozenset[str]
+    category: int
+
+
+@dataclass(frozen=True)
+class DocFormat:
+    """How a turn becomes a document's text."""
+
+    date: bool = False
+    speaker: bool = True
+    caption: bool = False
+
+    def render(self, turn: Turn) -> str:
+        text = f"{turn.speaker}: {turn.text}" if self.speaker else turn.text
+        if self.caption and turn.caption:
+            text = f"{text} [shared a photo: {turn.caption}]"
+        return f"[{turn.date}] {text}" if self.date else text
+
+    @property
+    def label(self) -> str:
+        parts = ["date" if self.date else "nodate"]
+        if self.caption:
+            parts.append("caption")
+        if not self.speaker:
+            parts.append("nospeaker")
+        return "+".join(parts)
+
+
+@dataclass
+class Result:
+    """Per-question recall@k, grouped by category."""
+
+    hits: dict[int, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+
+    def add(self, question: Question, ranked: Sequence[str]) -> None:
+        for k in KS:
+            found = len(question.evidence.intersection(ranked[:k]))
+            self.hits[k][question.category].append(found / len(question.evidence))
+
+    def recall(self, k: int, category: int | None = None) -> float:
+        if category is None:
+            values = [v for per in self.hits[k].values() for v in per]
+        else:
+            values = self.hits[k][category]
+        return float(np.mean(values)) if values else float("nan")
+
+
+def load(path: Path) -> tuple[list[list[Turn]], list[Question]]:
+    """Turns per sample, and the questions of categories 1-4 that have evidence."""
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    corpora: list[list[Turn]] = []
+    questions: list[Question] = []
+    for index, sample in enumerate(samples):
+        conversation = sample["conversation"]
+        turns: list[Turn] = []
+        sessions = sorted(
+            (int(key.split("_")[1]), value)
+            for key, value in conversation.items()
+            if re.fullmatch(r"session_\d+", key)
+        )
+        for number, session in sessions:
+            stamp = conversation.get(f"session_{number}_date_time", "")
+            date = stamp.split(" on ", 1)[-1].replace(",", "")
+            turns.extend(
+                Turn(t["dia_id"], t["speaker"], t["text"], date, t.get("blip_caption"))
+                for t in session
+            )
+        corpora.append(turns)
+        for qa in sample["qa"]:
+            evidence = frozenset(
+                f"D{a}:{b}" for a, b in _EVIDENCE.findall(" ".join(qa.get("evidence", [])))
+            )
+            if qa["category"] in CATEGORIES and evidence:
+                questions.append(Question(index, qa["question"], evidence, qa["category"]))
+    return corpora, questions
+
+
+Tokenizer = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One document format and keyword tokenizer, with every leg score precomputed."""
+
+    label: str
+    dense: list[dict[str, float]]
+    keyword: list[dict[str, float]]
+
+
+def build_setup(
+    label: str,
+    corpora: list[list[Turn]],
+    questions: list[Question],
+    question_vectors: npt.NDArray[np.float32],
+    doc_vectors: list[npt.NDArray[np.float32]],
+    keyword_format: DocFormat,
+    tokenizer: Tokenizer,
+    depth: int,
+) -> Setup:
+    """Each leg's top-``depth`` hits per question, as a real retriever would return them."""
+    indexes: list[tuple[VectorIndex, BM25Index]] = []
+    for turns, vectors in zip(corpora, doc_vectors, strict=True):
+        vector_index = VectorIndex(vectors.shape[1])
+        vector_index.add_many([t.dia_id for t in turns], vectors)
+        bm25 = BM25Index(tokenizer=tokenizer)
+        bm25.add_many((t.dia_id, keyword_format.render(t)) for t in turns)
+        indexes.append((vector_index, bm25))
+    dense: list[dict[str, float]] = []
+    keyword: list[dict[str, float]] = []
+    for question, vector in zip(questions, question_vectors, strict=True):
+        vector_index, bm25 = indexes[question.sample]
+        dense.append(dict(vector_index.top_k(vector, depth)))
+        keyword.append(dict(bm25.top_k(question.text, depth)))
+    return Setup(label, dense, keyword)
+
+
+def run_method(
+    setup: Setup,
+    questions: list[Question],
+    method: Callable[[Mapping[str, float], Mapping[str, float]], Mapping[str, float]],
+) -> Result:
+    result = Result()
+    for question, dense, keyword in zip(questions, setup.dense, setup.keyword, strict=True):
+        ranked = [doc_id for doc_id, _ in top_n(method(dense, keyword), max(KS))]
+        result.add(question, ranked)
+    return result
+
+
+def methods(weights: Sequence[float]) -> dict[str, Callable[..., Mapping[str, float]]]:
+    table: dict[str, Callable[..., Mapping[str, float]]] = {
+        "bm25": lambda dense, keyword: keyword,
+        "dense": lambda dense, keyword: dense,
+        "rrf k=60": partial(fuse, config=FusionConfig(method=FusionMethod.RRF)),
+    }
+    for w in weights:
+        config = FusionConfig(FusionMethod.WEIGHTED, dense_weight=w, keyword_weight=1 - w)
+        table[f"weighted {w:.1f}/{1 - w:.1f}"] = partial(fuse, config=config)
+    return table
+
+
+def fmt(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def print_table(rows: list[tuple[str, str, Result]]) -> None:
+    header = ["setup", "method", *(f"R@{k}" for k in KS)]
+    header += [f"{CATEGORIES[c]} @10" for c in CATEGORIES]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for setup, method, result in rows:
+        cells = [setup, method, *(fmt(result.recall(k)) for k in KS)]
+        cells += [fmt(result.recall(10, c)) for c in CATEGORIES]
+        print("| " + " | ".join(cells) + " |")
+
+
+def print_categories(label: str, result: Result) -> None:
+    print(f"\nPer category, {label}:")
+    print("| category | n | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
+    for c, name in CATEGORIES.items():
+        n = len(result.hits[10][c])
+        cells = [fmt(result.recall(k, c)) for k in KS]
+        print(f"| {c} {name} | {n} | " + " | ".join(cells) + " |")
+    n_all = sum(len(v) for v in result.hits[10].values())
+    print(f"| all | {n_all} | " + " | ".join(fmt(result.recall(k)) for k in KS) + " |")
+
+
+def measure_latency(
+    embedder: OnnxMiniLMEmbedder,
+    turns: list[Turn],
+    vectors: npt.NDArray[np.float32],
+    questions: list[str],
+    doc_format: DocFormat,
+    config: FusionConfig,
+    depth: int,
+    copies: int = 1,
+) -> tuple[int, float, float]:
+    """p50/p95 ms of one query end to end over ``len(turns) * copies`` documents."""
+    vector_index = VectorIndex(vectors.shape[1])
+    bm25 = BM25Index()
+    for copy in range(copies):
+        ids = [f"{copy}/{i}" for i in range(len(turns))]
+        vector_index.add_many(ids, vectors)
+        bm25.add_many(zip(ids, (doc_format.render(t) for t in turns), strict=True))
+    for question in questions[:5]:  # warm caches and the session
+        embedder.embed_sync([question])
+    timings: list[float] = []
+    for question in questions:
+        start = time.perf_counter()
+        query = embedder.embed_sync([question])[0]
+        dense = dict(vector_index.top_k(query, depth))
+        keyword = dict(bm25.top_k(question, depth))
+        top_n(fuse(dense, keyword, config), 10)
+        timings.append((time.perf_counter() - start) * 1000)
+    quantiles = statistics.quantiles(timings, n=100)
+    return len(vector_index), quantiles[49], quantiles[94]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--leg-depth", type=int, default=100, help="hits taken from each leg")
+    parser.add_argument("--quick", action="store_true", help="main variants only")
+    args = parser.parse_args()
+
+    corpora, questions = load(args.data)
+    embedder = OnnxMiniLMEmbedder()
+    start = time.perf_counter()
+    question_vectors = embedder.embed_sync([q.text for q in questions])
+    formats = [DocFormat(date=False), DocFormat(date=True)]
+    if not args.quick:
+        formats += [DocFormat(date=True, caption=True), DocFormat(date=False, caption=True)]
+    vectors: dict[DocFormat, list[npt.NDArray[np.float32]]] = {
+        f: [embedder.embed_sync([f.render(t) for t in turns]) for turns in corpora]
+        for f in formats
+    }
+    n_turns = sum(len(t) for t in corpora)
+    print(
+        f"{len(corpora)} conversations, {n_turns} turns, {len(questions)} questions; "
+        f"embedded in {time.perf_counter() - start:.1f} s; leg depth {args.leg_depth}\n"
+    )
+
+    porter = partial(tokenize, stem=True)
+    plain = partial(tokenize, stem=False)
+    lucene = partial(tokenize, stopwords=LUCENE_STOPWORDS, stem=True)
+    chat = partial(tokenize, stopwords=ENGLISH_STOPWORDS | CHAT_STOPWORDS, stem=True)
+    weights = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    date, nodate = DocFormat(date=True), DocFormat(date=False)
+    # (label, dense-side format, keyword-side format, tokenizer)
+    grid: list[tuple[str, DocFormat, DocFormat, Tokenizer]] = [
+        ("nodate", nodate, nodate, porter),
+        ("date", date, date, porter),
+    ]
+    if not args.quick:
+        grid += [
+            ("date, no stemming", date, date, plain),
+            ("date, 33 stopwords", date, date, lucene),
+            ("date, +chat stopwords", date, date, chat),
+            ("date in BM25 only", nodate, date, porter),
+            ("date+caption", DocFormat(True, caption=True), DocFormat(True, caption=True), porter),
+            ("date, caption in BM25 only", date, DocFormat(True, caption=True), porter),
+            ("date, no speaker in BM25", date, DocFormat(True, speaker=False), porter),
+        ]
+    rows: list[tuple[str, str, Result]] = []
+    results: dict[tuple[str, str], Result] = {}
+    for label, dense_format, keyword_format, tokenizer in grid:
+        setup = build_setup(
+            label,
+            corpora,
+            questions,
+            question_vectors,
+            vectors[dense_format],
+            keyword_format,
+            tokenizer,
+            args.leg_depth,
+        )
+        main_grid = label in ("nodate", "date")
+        for name, method in methods(weights if main_grid else (0.5, 0.6)).items():
+            if not main_grid and name in ("dense",) and dense_format in (date, nodate):
+                continue
+            result = run_method(setup, questions, method)
+            rows.append((label, name, result))
+            results[(label, name)] = result
+    print_table(rows)
+    for key in [("date", "weighted 0.6/0.4"), ("date", "bm25"), ("date", "rrf k=60")]:
+        print_categories(f"{key[0]} / {key[1]}", results[key])
+
+    print("\nLatency of one query (embed + cosine top-N + BM25 top-N + fusion + top-10):")
+    largest = max(range(len(corpora)), key=lambda i: len(corpora[i]))
+    all_turns = [t for turns in corpora for t in turns]
+    all_vectors = np.concatenate(vectors[date])
+    config = FusionConfig()
+    texts = [q.text for q in questions]
+    for turns, vecs, copies in (
+        (corpora[largest], vectors[date][largest], 1),
+        (all_turns, all_vectors, 4),
+        (all_turns, all_vectors, 36),
+    ):
+        n, p50, p95 = measure_latency(
+            embedder, turns, vecs, texts, date, config, args.leg_depth, copies
+        )
+        print(f"  {n:>6} documents: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Shared fixtures: real embedded servers for the whole session, no outbound network."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo.connection import MongoHandle, connect_mongo
+from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.settings import Settings
+from tests.helpers import network_guard
+
+# Tests never use the developer's real services: nothing from the environment or .env
+# may switch a test onto a production database, a paid API or the internet.
+for _name in list(os.environ):
+    if _name.upper() in {
+        "MONGODB_URI",
+        "REDIS_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "TELEGRAM_BOT_TOKEN",
+        "MEM0_API_KEY",
+        "MEM0_MODE",
+        "GOOGLE_CLIENT_ID",
+        "WEBHOOK_URL",
+        "EMBEDDINGS_PROVIDER",
+        "ALFRED_DATA_DIR",
+    }:
+        del os.environ[_name]
+os.environ["MEM0_TELEMETRY"] = "False"
+network_guard.install()
+
+
+def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    """Settings for a test: embedded everything under ``data_dir``, no ``.env`` file."""
+    return Settings(_env_file=None, alfred_data_dir=data_dir, **overrides)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One data folder for the session's shared embedded servers."""
+    return tmp_path_factory.mktemp("alfred-data")
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir: Path) -> Settings:
+    return make_settings(data_dir)
+
+
+@pytest.fixture(scope="session")
+async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
+    """The real embedded MongoDB-wire server, started once for the session."""
+    handle = await connect_mongo(settings)
+    yield handle
+    await handle.close()
+
+
+@pytest.fixture(scope="session")
+async def redis(settings: Settings) -> AsyncIterator[RedisHandle]:
+    """The real embedded Redis server, started once for the session."""
+    handle = await connect_redis(settings)
+    yield handle
+    await handle.close()
+
+
+@pytest.fixture
+async def db(mongo: MongoHandle) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]:
+    """A fresh, empty database for one test, dropped afterwards."""
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    database = mongo.client[name]
+    yield database
+    await mongo.client.drop_database(name)
+
+
+@pytest.fixture
+def tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Run a test from an empty working directory (for default-path behaviour)."""
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path

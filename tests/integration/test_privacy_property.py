@@ -1,0 +1,53 @@
+"""The privacy rule holds in the real database: the filter returns exactly what the
+predicate allows, for every viewer in every thread, and the predicate matches the table."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from pymongo import MongoClient
+
+from integrations.mongo.connection import MongoHandle
+from memory.privacy import is_visible, is_visible_doc, visibility_filter
+from tests.helpers.privacy_world import World, oracle, worlds
+
+
+def test_filter_equals_predicate_in_real_database(mongo: MongoHandle) -> None:
+    # A synchronous client on the same real server keeps hypothesis' loop simple.
+    assert mongo.lease is not None, "the property test must run on the embedded server"
+    client: MongoClient[dict[str, object]] = MongoClient(mongo.lease.url, tz_aware=True)
+    db = client[f"privacy_{uuid.uuid4().hex[:8]}"]
+    coll = db["memory_facts"]
+    counts = {"pairs": 0, "judged": 0, "visible": 0}
+
+    @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(world=worlds)
+    def check(world: World) -> None:
+        coll.delete_many({})
+        docs = [
+            {"_id": i, "content": f"memory {i}", **p.as_fields()}
+            for i, p in enumerate(world.partitions)
+        ]
+        coll.insert_many(docs)
+        for viewer in world.viewers():
+            allowed = {i for i, p in enumerate(world.partitions) if is_visible(p, viewer)}
+            expected = {i for i, p in enumerate(world.partitions) if oracle(p, viewer)}
+            assert allowed == expected, (viewer, world)
+            found = {d["_id"] for d in coll.find(visibility_filter(viewer), {"_id": 1})}
+            assert found == allowed, f"filter and predicate disagree for {viewer}"
+            assert all(is_visible_doc(d, viewer) for d in docs if d["_id"] in found)
+            counts["pairs"] += 1
+            counts["judged"] += len(docs)
+            counts["visible"] += len(found)
+
+    try:
+        check()
+    finally:
+        client.drop_database(db.name)
+        client.close()
+    # Thousands of viewer/thread cases, tens of thousands of memories judged, and the
+    # worlds are not degenerate: some memories were visible and most were not.
+    assert counts["pairs"] >= 5_000
+    assert counts["judged"] >= 50_000
+    assert 0 < counts["visible"] < counts["judged"] // 2
