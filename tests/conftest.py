@@ -83,3 +83,14 @@ def tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Run a test from an empty working directory (for default-path behaviour)."""
     monkeypatch.chdir(tmp_path)
     yield tmp_path
+
+
+@pytest.fixture
+async def migrated_db(
+    db: AsyncDatabase[dict[str, Any]],
+) -> AsyncDatabase[dict[str, Any]]:
+    """A fresh database with every migration applied (indexes, unique keys)."""
+    from integrations.mongo.migrator import MigrationContext, migrate
+
+    await migrate(MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None))
+    return db

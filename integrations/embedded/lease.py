@@ -195,8 +195,9 @@ def _clear_orphan(paths: EmbeddedPaths) -> None:
     state = read_state(paths)
     if state is not None and process_alive(state.server_pid, state.server_started):
         assert state.server_pid is not None
-        with contextlib.suppress(ProcessLookupError):  # PDEATHSIG has sent it already
-            os.kill(state.server_pid, signal.SIGTERM)  # on Linux; elsewhere we must
+        if not sys.platform.startswith("linux"):  # on Linux PDEATHSIG has sent it already
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(state.server_pid, signal.SIGTERM)
         give_up = time.monotonic() + ORPHAN_WAIT
         while process_alive(state.server_pid, state.server_started):
             if time.monotonic() >= give_up:

@@ -36,7 +36,9 @@ from integrations.embedded.state import (
     ServerState,
     live_leases,
     log_tail,
+    process_alive,
     process_start_time,
+    read_state,
     remove,
     write_failure,
     write_state,
@@ -106,7 +108,14 @@ class Supervisor:
 
     def _spawn(self, port: int) -> subprocess.Popen[bytes]:
         program = self.program or find_program(self.kind)
-        argv = server_command(self.kind, self.paths, port, program)
+        try:
+            argv = server_command(self.kind, self.paths, port, program)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{self.component}: cannot write to {self.paths.server_dir} "
+                f"({exc.strerror or exc})",
+                hint="set ALFRED_DATA_DIR to a folder Alfred can write to",
+            ) from None
         try:
             return subprocess.Popen(
                 argv,
@@ -287,6 +296,19 @@ class Supervisor:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         remove(self.paths.error)
+        other = read_state(self.paths)
+        if other is not None and process_alive(other.supervisor_pid, other.supervisor_started):
+            # Two servers on one data folder would corrupt it (Valkey has no lock file).
+            self.note(f"not starting: supervisor pid {other.supervisor_pid} already runs here")
+            write_failure(
+                self.paths,
+                ConfigurationError(
+                    f"{self.component}: {self.paths.data_dir} already has a supervisor "
+                    f"(pid {other.supervisor_pid})",
+                    hint="use that server, or stop it first",
+                ),
+            )
+            return EXIT_CONFIG
         self._publish()
         try:
             port = self.start()

@@ -49,11 +49,11 @@ lease.release()
 """
 
 
-async def eventually(check: Callable[[], bool], what: str, timeout: float = STOP_DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
+async def eventually(check: Callable[[], bool], what: str, within: float = STOP_DEADLINE) -> None:
+    deadline = time.monotonic() + within
     while not check():
         if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout}s: {what}")
+            pytest.fail(f"not within {within}s: {what}")
         await asyncio.sleep(0.05)
 
 
@@ -67,7 +67,7 @@ async def server_stopped(lease: EmbeddedLease) -> None:
     await eventually(lambda: not process_alive(lease.server_pid), "server process exits")
     await eventually(lambda: not paths.state.exists(), "state file removed")
     await eventually(
-        lambda: not process_alive(lease.supervisor_pid), "supervisor exits", timeout=5
+        lambda: not process_alive(lease.supervisor_pid), "supervisor exits", within=5
     )
 
 
@@ -177,7 +177,15 @@ async def test_a_client_killed_with_sigkill_lets_go(tmp_path: Path) -> None:
     assert time.monotonic() - started < GRACE + 5
 
 
-async def test_killed_supervisor_takes_its_server_and_data_reopens(tmp_path: Path) -> None:
+async def test_killed_supervisor_takes_its_server_down(tmp_path: Path) -> None:
+    lease = await take("redis", tmp_path)
+    os.kill(lease.supervisor_pid, signal.SIGKILL)
+    # Nobody acquires again: only the kernel's parent-death signal can stop the server.
+    await eventually(lambda: not process_alive(lease.server_pid), "orphaned server exits")
+    lease.release()
+
+
+async def test_killed_supervisor_data_reopens_intact(tmp_path: Path) -> None:
     lease = await take("mongo", tmp_path)
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(lease.url)
     await client.alfred.notes.insert_many([{"_id": i, "n": i} for i in range(50)])
@@ -279,3 +287,40 @@ def test_start_up_timeout_is_reported_and_the_server_stopped(tmp_path: Path) -> 
     assert isinstance(failure, Unavailable) and "did not answer" in failure.message
     assert "EMBEDDED_START_TIMEOUT" in (failure.hint or "")
     assert not process_alive(int(pid_file.read_text()))
+
+
+async def test_supervisor_stops_its_server_on_sigterm(tmp_path: Path) -> None:
+    with await take("redis", tmp_path) as lease:
+        # A second supervisor for the same folder refuses to start a second server.
+        program = fake_server(tmp_path, "exit 0")
+        assert await asyncio.to_thread(run_supervisor, tmp_path, program) == 2
+        assert process_alive(lease.server_pid)
+
+        os.kill(lease.supervisor_pid, signal.SIGTERM)
+        await server_stopped(lease)
+    assert "asked to stop by a signal" in EmbeddedPaths(tmp_path, "redis").log.read_text()
+
+
+async def test_server_dying_on_its_own_is_logged_and_replaced(tmp_path: Path) -> None:
+    paths = EmbeddedPaths(tmp_path, "redis")
+    with await take("redis", tmp_path) as lease:
+        assert lease.server_pid is not None
+        os.kill(lease.server_pid, signal.SIGKILL)
+        await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor exits")
+        assert not paths.state.exists()
+        assert "the server exited on its own with code -9" in paths.log.read_text()
+        with await take("redis", tmp_path) as fresh:
+            assert fresh.server_pid != lease.server_pid
+            client = Redis.from_url(fresh.url)
+            assert await client.ping() is True
+            await client.aclose()
+    await server_stopped(fresh)
+
+
+async def test_a_fixed_free_port_is_used(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with await take("redis", tmp_path, port=port) as lease:
+        assert lease.port == port and lease.url == f"redis://127.0.0.1:{port}/0"
+    await server_stopped(lease)

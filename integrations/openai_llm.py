@@ -1,0 +1,521 @@
+"""The :class:`memory.llm.LLM` port over any OpenAI-compatible chat-completions endpoint.
+
+Structured tasks go out as JSON-mode requests and come back as the task's pydantic
+response model; the chat path runs a bounded tool-calling loop. The adapter owns its
+retry policy (the SDK's own retries are switched off) so that it is explicit, the same
+for every endpoint, and testable with tiny delays. Every ``openai`` exception is
+translated here into :mod:`memory.errors`, so nothing above this module knows which SDK
+ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import openai
+from openai import AsyncOpenAI
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessageParam,
+    ChatCompletionToolParam,
+)
+from pydantic import BaseModel, ValidationError
+
+from integrations.settings import Settings
+from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
+from memory.llm import (
+    ChatOutcome,
+    LLMOutputError,
+    ModelTier,
+    PromptMessage,
+    Task,
+    ToolCall,
+    ToolRunner,
+    ToolSpec,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+C = TypeVar("C", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
+
+COMPONENT = "llm"
+#: Tool-calling rounds before the model must answer in text (the brief's bound).
+MAX_TOOL_ROUNDS = 4
+#: How much of a bad answer is echoed back to the model when asking it to correct itself.
+ECHO_CHARS = 4_000
+#: Status codes worth retrying: timeouts, lock conflicts, throttling, server errors.
+TRANSIENT_STATUS = {408, 409, 429}
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.S)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient failures (429, 5xx, connection errors, timeouts) are retried.
+
+    ``attempts`` counts the first try. Delays grow as ``base_delay * 2**n`` up to
+    ``max_delay``, each scaled by a random factor in ``1 ± jitter`` so that workers hit
+    by the same outage do not retry in lockstep. A ``Retry-After`` from the server
+    replaces the computed delay; one longer than ``max_retry_after`` is not waited for:
+    :class:`RateLimited` goes up at once with ``retry_after`` so the job queue can defer.
+    """
+
+    attempts: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 30.0
+
+    def backoff(self, failures: int) -> float:
+        """The delay before the next try, after ``failures`` failed tries (≥ 1)."""
+        delay = min(self.max_delay, self.base_delay * 2.0 ** (failures - 1))
+        return max(0.0, delay * random.uniform(1 - self.jitter, 1 + self.jitter))
+
+
+class _Transient(Exception):
+    """A failure worth retrying, carrying the error to raise when tries run out."""
+
+    def __init__(self, error: Unavailable, retry_after: float | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.retry_after = retry_after
+
+
+class _Malformed(Exception):
+    """The model's content does not parse or validate; ``detail`` says why, briefly."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class OpenAILLM:
+    """An :class:`memory.llm.LLM` over ``chat.completions`` of an OpenAI-compatible API."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        fast_model: str,
+        slow_model: str,
+        chat_model: str,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        owns_client: bool = False,
+    ) -> None:
+        """Wrap ``client``; its own retries are switched off (a copy, the original is kept).
+
+        ``sleep`` is injectable so tests can observe backoff delays. ``owns_client``
+        makes :meth:`aclose` close the client (true when built by :meth:`from_settings`).
+        """
+        self._client = client.with_options(max_retries=0, timeout=timeout)
+        self._models = {
+            ModelTier.FAST: fast_model,
+            ModelTier.SLOW: slow_model,
+            ModelTier.CHAT: chat_model,
+        }
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._max_tool_rounds = max_tool_rounds
+        self._sleep = sleep
+        self._owns_client = owns_client
+        self._usage = Usage()
+        # Servers that reject ``response_format`` get prompts alone after the first 400.
+        self._json_mode = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, retry: RetryPolicy | None = None) -> OpenAILLM:
+        """The adapter for ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` and the three models.
+
+        A missing key is sent as a placeholder: local OpenAI-compatible servers often
+        need none, and a real endpoint answers 401, reported as :class:`Unavailable`.
+        """
+        api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        client = AsyncOpenAI(
+            api_key=api_key or "unset",
+            base_url=settings.openai_base_url,
+            timeout=settings.llm_timeout,
+            max_retries=0,
+        )
+        return cls(
+            client,
+            fast_model=settings.llm_fast_model,
+            slow_model=settings.llm_slow_model,
+            chat_model=settings.llm_chat_model,
+            timeout=settings.llm_timeout,
+            retry=retry,
+            owns_client=True,
+        )
+
+    @property
+    def offline(self) -> bool:
+        return False
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    @property
+    def models(self) -> Mapping[ModelTier, str]:
+        """The model name each tier sends."""
+        return dict(self._models)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this adapter created it."""
+        if self._owns_client:
+            await self._client.close()
+
+    # -- structured tasks -----------------------------------------------------------------
+
+    async def run(self, task: Task[C, R], ctx: C) -> R:
+        """Answer ``task`` for ``ctx`` as ``task.response_model``.
+
+        A malformed or invalid answer is retried once with the validation error shown to
+        the model; a second one raises :class:`LLMOutputError`. Transport failures are
+        retried per :class:`RetryPolicy`, then raise :class:`Unavailable` /
+        :class:`RateLimited`; a refused request raises :class:`BadInput`.
+        """
+        model = self._models[task.tier]
+        messages = [_to_param(m) for m in task.build(ctx)]
+        detail = ""
+        for attempt in (1, 2):
+            result = await self._complete(task.name, model, messages, json_mode=True)
+            content, refusal = _content(result)
+            try:
+                if refusal:
+                    raise _Malformed(f"the model refused: {_clip(refusal, 200)}")
+                return task.response_model.model_validate(_parse_json_object(content))
+            except (_Malformed, ValidationError) as exc:
+                detail = exc.detail if isinstance(exc, _Malformed) else _summarise(exc)
+                log.info("llm %s answer %d invalid: %s", task.name, attempt, detail)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": _clip(content or "", ECHO_CHARS)},
+                {
+                    "role": "user",
+                    "content": (
+                        f"Your answer was not valid: {detail}. Answer again with one JSON "
+                        "object only, exactly in the format asked for, with no other text."
+                    ),
+                },
+            ]
+        raise LLMOutputError(task.name, detail)
+
+    # -- chat with tools ------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        run_tool: ToolRunner,
+        *,
+        fallback: Any = None,
+    ) -> ChatOutcome:
+        """Reply to a conversation, running the model's tool calls through ``run_tool``.
+
+        Up to ``max_tool_rounds`` rounds of tool calls; after that the model is asked to
+        answer without tools. ``fallback`` is for the offline provider and ignored here.
+        Exceptions from ``run_tool`` are the caller's and propagate unchanged.
+        """
+        del fallback
+        model = self._models[ModelTier.CHAT]
+        convo = [_to_param(m) for m in messages]
+        tool_params = [_tool_param(t) for t in tools]
+        used: list[ToolCall] = []
+        for round_ in range(self._max_tool_rounds + 1):
+            may_call = bool(tool_params) and round_ < self._max_tool_rounds
+            result = await self._complete(
+                "chat",
+                model,
+                convo,
+                tools=tool_params or None,
+                tool_choice=None if may_call or not tool_params else "none",
+            )
+            message = result.choices[0].message
+            calls = [c for c in message.tool_calls or [] if c.type == "function"]
+            if not calls or not may_call:
+                text = (message.content or "").strip()
+                if not text:
+                    raise LLMOutputError("chat", "the model returned no text")
+                return ChatOutcome(text=text, tool_calls=used)
+            convo.append(
+                {
+                    "role": "assistant",
+                    "content": message.content,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.function.name,
+                                "arguments": c.function.arguments,
+                            },
+                        }
+                        for c in calls
+                    ],
+                }
+            )
+            for call in calls:
+                try:
+                    arguments = _parse_arguments(call.function.arguments)
+                except _Malformed as exc:
+                    output = f"error: the arguments were not valid JSON ({exc.detail}); try again"
+                else:
+                    tool_call = ToolCall(id=call.id, name=call.function.name, arguments=arguments)
+                    used.append(tool_call)
+                    output = await run_tool(tool_call)
+                convo.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        raise AssertionError("unreachable: the last round never offers tools")
+
+    # -- one request, with retries and error translation -----------------------------------
+
+    async def _complete(
+        self,
+        purpose: str,
+        model: str,
+        messages: list[ChatCompletionMessageParam],
+        *,
+        json_mode: bool = False,
+        tools: list[ChatCompletionToolParam] | None = None,
+        tool_choice: str | None = None,
+    ) -> ChatCompletion:
+        """One completion; transient failures retried, every failure an ``AlfredError``."""
+        failures = 0
+        while True:
+            kwargs: dict[str, Any] = {}
+            if json_mode and self._json_mode:
+                kwargs["response_format"] = {"type": "json_object"}
+            if tools:
+                kwargs["tools"] = tools
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
+            try:
+                result = await self._request(model, messages, kwargs)
+            except _Transient as exc:
+                failures += 1
+                error, retry_after = exc.error, exc.retry_after
+                too_long = retry_after is not None and retry_after > self._retry.max_retry_after
+                if failures >= self._retry.attempts or too_long:
+                    raise error from None
+                delay = retry_after if retry_after is not None else self._retry.backoff(failures)
+                log.warning(
+                    "llm %s: %s; retry %d/%d in %.2fs",
+                    purpose,
+                    error.message,
+                    failures,
+                    self._retry.attempts - 1,
+                    delay,
+                )
+                await self._sleep(delay)
+                continue
+            except BadInput as exc:
+                if "response_format" in kwargs and "response_format" in exc.message:
+                    log.warning("llm: %s refuses response_format; using prompts alone", model)
+                    self._json_mode = False
+                    continue
+                raise
+            usage = result.usage
+            self._usage.record(
+                purpose,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+            )
+            return result
+
+    async def _request(
+        self, model: str, messages: list[ChatCompletionMessageParam], kwargs: dict[str, Any]
+    ) -> ChatCompletion:
+        """One HTTP round trip, SDK exceptions translated (``_Transient`` when retryable)."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                result: object = await self._client.chat.completions.create(
+                    model=model, messages=messages, timeout=self._timeout, **kwargs
+                )
+        except TimeoutError:
+            raise _Transient(
+                Unavailable(COMPONENT, f"{model} did not answer within {self._timeout:g}s")
+            ) from None
+        except openai.OpenAIError as exc:
+            raise _translate(exc, model) from None
+        except ValueError as exc:
+            # The SDK decodes a JSON-labelled body without wrapping decoder errors.
+            raise _Transient(
+                Unavailable(COMPONENT, f"{model} sent a body that is not JSON ({exc})")
+            ) from None
+        if (
+            not isinstance(result, ChatCompletion)
+            or not isinstance(getattr(result, "choices", None), list)
+            or not result.choices
+            or getattr(result.choices[0], "message", None) is None
+        ):
+            raise _Transient(
+                Unavailable(COMPONENT, f"{model} sent a response that is not a chat completion")
+            )
+        return result
+
+
+# ---------------------------------------------------------------------------------------
+# Translation and parsing helpers
+
+
+def _translate(exc: openai.OpenAIError, model: str) -> AlfredError | _Transient:
+    """The Alfred error for an SDK exception (wrapped in ``_Transient`` when retryable)."""
+    if isinstance(exc, openai.APITimeoutError):
+        return _Transient(Unavailable(COMPONENT, f"{model} timed out"))
+    if isinstance(exc, openai.APIConnectionError):
+        return _Transient(Unavailable(COMPONENT, f"cannot reach the endpoint: {exc}"))
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        text = f"{model}: HTTP {status}: {_clip(exc.message, 300)}"
+        if status == 429:
+            retry_after = _retry_after(exc.response.headers)
+            return _Transient(RateLimited(COMPONENT, text, retry_after=retry_after), retry_after)
+        if status >= 500 or status in TRANSIENT_STATUS:
+            return _Transient(Unavailable(COMPONENT, text))
+        if status in (400, 413, 422):
+            return BadInput(f"the LLM endpoint refused the request: {text}")
+        if status in (401, 403):
+            return Unavailable(COMPONENT, text, hint="check OPENAI_API_KEY")
+        if status == 404:
+            return Unavailable(
+                COMPONENT, text, hint="check OPENAI_BASE_URL and the LLM_*_MODEL names"
+            )
+        return Unavailable(COMPONENT, text)
+    return Unavailable(COMPONENT, f"{type(exc).__name__}: {_clip(str(exc), 300)}")
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (numeric form), if present."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue  # an HTTP date: rare from LLM APIs; fall back to our own backoff
+        if seconds >= 0 and seconds == seconds:  # not NaN
+            return seconds
+    return None
+
+
+def _content(result: ChatCompletion) -> tuple[str | None, str | None]:
+    message = result.choices[0].message
+    return message.content, getattr(message, "refusal", None)
+
+
+def _parse_json_object(content: str | None) -> dict[str, Any]:
+    """The JSON object in a model's answer: bare, in a ```json fence, or the first {...}.
+
+    Servers that ignore ``response_format`` wrap JSON in prose or code fences.
+    """
+    text = (content or "").strip()
+    if not text:
+        raise _Malformed("the answer was empty")
+    candidates = [text, *(m.strip() for m in _FENCE.findall(text))]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    raise _Malformed(f"no JSON object in the answer: {_clip(text, 120)!r}")
+
+
+def _parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's arguments; an empty string means no arguments."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise _Malformed(str(exc)) from None
+    if not isinstance(value, dict):
+        raise _Malformed("the arguments are not a JSON object")
+    return value
+
+
+def _summarise(exc: ValidationError, limit: int = 3) -> str:
+    """A validation error in a line or two: what the model can act on, not a traceback."""
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in error["loc"]) or "(root)"
+        parts.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _to_param(message: PromptMessage) -> ChatCompletionMessageParam:
+    """A neutral message in the wire shape (a tool result without an id becomes a note)."""
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "user":
+        if message.name:
+            return {"role": "user", "content": message.content, "name": message.name}
+        return {"role": "user", "content": message.content}
+    if message.role == "assistant":
+        if message.tool_calls:
+            return {
+                "role": "assistant",
+                "content": message.content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                        },
+                    }
+                    for call in message.tool_calls
+                ],
+            }
+        return {"role": "assistant", "content": message.content}
+    if message.tool_call_id:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    # The API rejects a tool message that answers no call; keep the text as context.
+    label = f"tool {message.name}" if message.name else "tool"
+    return cast(
+        ChatCompletionMessageParam,
+        {"role": "user", "content": f"({label} output) {message.content}"},
+    )
+
+
+def _tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }

@@ -1,0 +1,67 @@
+"""Whether a message needs fact retrieval, and how many facts to fetch (seed 004 §15.1).
+
+Retrieval costs latency and prompt space; a greeting or an "ok" gains nothing from it.
+Messages about people, preferences, dates, plans or memory itself trigger it; anything
+else longer than 50 characters does too, since longer messages are more likely to need
+context. The limit grows with the message: longer, multi-topic questions get more facts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.constants import RETRIEVAL_MAX_LIMIT, RETRIEVAL_MIN_LIMIT
+
+_SKIP = [
+    re.compile(r"^(hi|hey|hello|good (morning|afternoon|evening|night)|yo|sup|hiya)[\s!.?]*$", re.I),
+    re.compile(
+        r"^(ok|okay|k|sure|thanks|thank you|thx|ty|got it|cool|nice|great|perfect|"
+        r"yes|no|yep|nope|yeah|lol|haha)[\s!.?]*$",
+        re.I,
+    ),
+    re.compile(r"^/\w+"),
+]
+_TRIGGERS = [
+    re.compile(r"\b(who|what|when|where|how)\b.*\b(is|are|was|were|does|do|did)\b", re.I),
+    re.compile(
+        r"\b(my|our|your|partner'?s?|his|her|their)\s+(mom|mum|dad|mother|father|brother|"
+        r"sister|son|daughter|kids?|boss|friend|doctor|dentist|wife|husband|partner)",
+        re.I,
+    ),
+    re.compile(r"\b(like|love|hate|prefer|favou?rite|allergic|can'?t eat|don'?t eat)", re.I),
+    re.compile(r"\b(remember|forgot|forget|told you|mentioned|said)\b", re.I),
+    re.compile(r"\b(plan|plans|schedule|book|reserve|arrange|trip|holiday|vacation)\b", re.I),
+    re.compile(r"\b(birthday|anniversary|appointment|meeting|party|wedding)\b", re.I),
+]
+_MULTI_TOPIC = re.compile(r"\b(and|also|plus|as well)\b", re.I)
+
+
+def _stripped(message: str) -> str:
+    # Addressing the bot ("@alfred", "Alfred,") is not content.
+    text = re.sub(r"^\s*(@\w+|alfred)[\s,:!-]*", "", message.strip(), flags=re.I)
+    return text.strip()
+
+
+def should_retrieve(message: str) -> bool:
+    """True when fact retrieval is likely to help answer ``message``."""
+    text = _stripped(message)
+    if len(text) <= 10 and not any(p.search(text) for p in _TRIGGERS[3:]):
+        return False
+    if any(p.search(text) for p in _SKIP):
+        return False
+    if any(p.search(text) for p in _TRIGGERS):
+        return True
+    return len(text) > 50
+
+
+def dynamic_limit(message: str) -> int:
+    """How many facts to retrieve: 5, more for long, multi-topic questions, at most 15."""
+    text = _stripped(message)
+    limit = RETRIEVAL_MIN_LIMIT
+    if len(text.split()) > 20:
+        limit += 3
+    if _MULTI_TOPIC.search(text):
+        limit += 3
+    if "?" in text:
+        limit += 2
+    return min(limit, RETRIEVAL_MAX_LIMIT)

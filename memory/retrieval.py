@@ -1,0 +1,280 @@
+"""Hybrid retrieval of facts for a viewer: legs with the privacy filter inside, fused,
+blended with recency and importance, re-checked, best first.
+
+The viewer is a required argument of every call: there is no way to search "all facts".
+Each leg (dense, keyword, optionally mem0) runs with its own timeout; a leg that fails
+or is late is dropped and the others answer (DESIGN.md §6.4). Whatever the legs return
+is resolved to facts through a query that carries the privacy filter again, and every
+fact is checked once more by :func:`memory.privacy.is_visible` before it is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from memory.heuristics import dynamic_limit, should_retrieve
+from memory.models import Category, Partition, Viewer
+from memory.ports import Clock, Embedder, Vector
+from memory.privacy import is_visible
+from memory.search.fusion import (
+    BlendConfig,
+    FusionConfig,
+    FusionMethod,
+    MemorySignals,
+    blend,
+    fuse,
+    rrf_fusion,
+    weighted_fusion,
+)
+
+log = logging.getLogger(__name__)
+
+#: Longest query text that is embedded and searched; the rest adds nothing but latency.
+MAX_QUERY_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fact as retrieval sees it: enough to blend, check and show."""
+
+    id: str
+    content: str
+    category: Category
+    importance: int
+    partition: Partition
+    reinforced_at: datetime
+    access_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredFact:
+    """A retrieved fact with its final score."""
+
+    fact: Candidate
+    score: float
+    relevance: float
+
+
+@dataclass
+class RetrievalResult:
+    """What retrieval found, and how each leg fared (for probes, metrics and tests)."""
+
+    retrieved: bool
+    facts: list[ScoredFact] = field(default_factory=list)
+    legs: dict[str, str] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class PreparedSearch(Protocol):
+    """One search over what a viewer may see; built per query by a backend."""
+
+    async def dense(self, vector: Vector, k: int) -> dict[str, float]: ...
+
+    async def keyword(self, text: str, k: int) -> dict[str, float]: ...
+
+    async def resolve(self, ids: Sequence[str]) -> dict[str, Candidate]: ...
+
+
+class SearchBackend(Protocol):
+    """Application-side (in-memory indexes) or Atlas (``$vectorSearch``/``$search``)."""
+
+    name: str
+
+    async def prepare(self, viewer: Viewer) -> PreparedSearch: ...
+
+
+#: An extra leg (mem0): returns local fact ids with scores, already filtered by viewer.
+ExtraLeg = Callable[[Viewer, str, int], Awaitable[dict[str, float]]]
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """How retrieval runs; the defaults are those the LoCoMo benchmark chose."""
+
+    fusion: FusionConfig = FusionConfig()
+    blend: BlendConfig = BlendConfig()
+    #: How many hits each leg contributes to fusion.
+    leg_k: int = 50
+    #: Per-leg time limit; a late leg is dropped, the others answer.
+    leg_timeout_s: float = 0.25
+    #: Time limit for embedding the query (a slow embedder degrades to keywords only).
+    embed_timeout_s: float = 0.25
+    #: Weight of the mem0 leg when present (the local legs keep theirs).
+    extra_weight: float = 0.3
+
+
+class Retriever:
+    """Finds the facts a viewer may see that best answer a message."""
+
+    def __init__(
+        self,
+        backend: SearchBackend,
+        embedder: Embedder,
+        clock: Clock,
+        config: RetrievalConfig = RetrievalConfig(),
+        extra_legs: Mapping[str, ExtraLeg] | None = None,
+        on_access: Callable[[Sequence[str], datetime], Awaitable[None]] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.clock = clock
+        self.config = config
+        self.extra_legs = dict(extra_legs or {})
+        self._on_access = on_access
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def for_message(self, viewer: Viewer, message: str) -> RetrievalResult:
+        """Retrieval on the reply path: the heuristic decides whether, and how many."""
+        if not should_retrieve(message):
+            return RetrievalResult(retrieved=False)
+        return await self.search(viewer, message, limit=dynamic_limit(message))
+
+    async def search(self, viewer: Viewer, query: str, *, limit: int) -> RetrievalResult:
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread."""
+        result = RetrievalResult(retrieved=True)
+        text = " ".join(query.split())[:MAX_QUERY_CHARS]
+        if limit <= 0 or not text:
+            return result
+        started = time.perf_counter()
+        vector_task = asyncio.create_task(self._embed(text, result))
+        prepared = await self.backend.prepare(viewer)
+        result.timings_ms["prepare"] = _ms(started)
+        k = max(self.config.leg_k, limit)
+
+        legs: dict[str, Awaitable[dict[str, float]]] = {
+            "keyword": prepared.keyword(text, k),
+            "dense": self._dense(prepared, vector_task, k),
+        }
+        for name, leg in self.extra_legs.items():
+            legs[name] = leg(viewer, text, k)
+        outcomes = await asyncio.gather(
+            *(self._timed(name, aw, result) for name, aw in legs.items())
+        )
+        scores = dict(zip(legs, outcomes, strict=True))
+
+        fused = self._fuse(scores)
+        if not fused:
+            result.timings_ms["total"] = _ms(started)
+            return result
+        shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
+        resolved = await prepared.resolve(shortlist)
+        now = self.clock.now()
+        visible = {
+            i: c for i, c in resolved.items() if is_visible(c.partition, viewer) and i in fused
+        }
+        signals = {
+            i: MemorySignals(
+                relevance=fused[i],
+                age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
+                importance=c.importance,
+                access_count=c.access_count,
+            )
+            for i, c in visible.items()
+        }
+        final = blend(signals, self.config.blend)
+        ranked = sorted(final, key=lambda i: (-final[i], i))[:limit]
+        result.facts = [ScoredFact(visible[i], final[i], fused[i]) for i in ranked]
+        result.timings_ms["total"] = _ms(started)
+        self._record_access([i for i in ranked], now)
+        return result
+
+    async def _embed(self, text: str, result: RetrievalResult) -> Vector | None:
+        started = time.perf_counter()
+        try:
+            vectors = await asyncio.wait_for(
+                self.embedder.embed([text]), timeout=self.config.embed_timeout_s
+            )
+        except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to keywords
+            result.legs["embed"] = f"failed: {type(exc).__name__}"
+            log.warning("query embedding failed (%s); keyword leg only", type(exc).__name__)
+            return None
+        finally:
+            result.timings_ms["embed"] = _ms(started)
+        if vectors.shape != (1, self.embedder.dimensions):
+            result.legs["embed"] = f"wrong shape {vectors.shape}"
+            log.warning("embedder returned shape %s; keyword leg only", vectors.shape)
+            return None
+        vector: Vector = np.asarray(vectors[0], dtype=np.float32)
+        return vector
+
+    async def _dense(
+        self, prepared: PreparedSearch, vector_task: asyncio.Task[Vector | None], k: int
+    ) -> dict[str, float]:
+        vector = await vector_task
+        if vector is None:
+            raise LegSkipped("no query vector")
+        return await prepared.dense(vector, k)
+
+    async def _timed(
+        self, name: str, leg: Awaitable[dict[str, float]], result: RetrievalResult
+    ) -> dict[str, float]:
+        started = time.perf_counter()
+        try:
+            hits = await asyncio.wait_for(leg, timeout=self.config.leg_timeout_s)
+        except TimeoutError:
+            result.legs[name] = "timeout"
+            log.warning("retrieval leg %s timed out", name)
+            return {}
+        except LegSkipped as exc:
+            result.legs[name] = f"skipped: {exc}"
+            return {}
+        except Exception as exc:  # noqa: BLE001 - a failing leg degrades, never fails the reply
+            result.legs[name] = f"failed: {type(exc).__name__}"
+            log.warning("retrieval leg %s failed: %s", name, type(exc).__name__)
+            return {}
+        finally:
+            result.timings_ms[name] = _ms(started)
+        result.legs.setdefault(name, f"ok ({len(hits)})")
+        return hits
+
+    def _fuse(self, scores: Mapping[str, dict[str, float]]) -> dict[str, float]:
+        dense = scores.get("dense", {})
+        keyword = scores.get("keyword", {})
+        extras = [v for k, v in scores.items() if k not in ("dense", "keyword")]
+        if not extras:
+            return fuse(dense, keyword, self.config.fusion)
+        legs = [dense, keyword, *extras]
+        weights = [
+            self.config.fusion.dense_weight,
+            self.config.fusion.keyword_weight,
+            *[self.config.extra_weight] * len(extras),
+        ]
+        if self.config.fusion.method is FusionMethod.RRF:
+            return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
+        return weighted_fusion(legs, weights)
+
+    def _record_access(self, ids: list[str], at: datetime) -> None:
+        """Fire-and-forget: access tracking must never slow down or fail a reply."""
+        if not ids or self._on_access is None:
+            return
+        task = asyncio.create_task(self._safe_access(ids, at))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _safe_access(self, ids: list[str], at: datetime) -> None:
+        assert self._on_access is not None
+        try:
+            await self._on_access(ids, at)
+        except Exception as exc:  # noqa: BLE001 - best effort by design
+            log.info("access tracking failed: %s", type(exc).__name__)
+
+    async def drain(self) -> None:
+        """Wait for background access updates (tests, shutdown)."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+
+class LegSkipped(Exception):
+    """A leg that had nothing to run with (no query vector)."""
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

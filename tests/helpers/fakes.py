@@ -1,0 +1,70 @@
+"""Small hand-written fakes of the domain's ports, for tests where the real part is not
+the point (the real embedder has its own tests; here it would only slow things down)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class HashEmbedder:
+    """Bag-of-words vectors: each word hashed to a dimension. Texts sharing words are
+    similar, texts sharing none are orthogonal, which is all retrieval tests need."""
+
+    def __init__(self, dimensions: int = 64, model_name: str = "hash-bow-64") -> None:
+        self._dims = dimensions
+        self._name = model_name
+        self.calls = 0
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dimensions(self) -> int:
+        return self._dims
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        out = np.zeros((len(texts), self._dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % self._dims] += 1.0
+            norm = float(np.linalg.norm(out[row]))
+            if norm > 0:
+                out[row] /= norm
+            else:
+                out[row, 0] = 1.0
+        return out
+
+
+class FailingEmbedder(HashEmbedder):
+    """An embedder that is down."""
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        raise ConnectionError("embedder down")
+
+
+class WrongDimensionEmbedder(HashEmbedder):
+    """An embedder that returns vectors of the wrong size."""
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.ones((len(texts), self.dimensions + 3), dtype=np.float32)
+
+
+class SlowEmbedder(HashEmbedder):
+    """An embedder slower than any budget."""
+
+    def __init__(self, delay: float = 5.0) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        await asyncio.sleep(self.delay)
+        return await super().embed(texts)

@@ -1,0 +1,248 @@
+"""Hybrid retrieval on the real embedded database: relevance, privacy, cache, faults."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo.facts import MongoFactStore
+from memory.clock import ManualClock
+from memory.facts import FactWriter
+from memory.models import Category, Partition, Viewer
+from memory.ports import Embedder
+from memory.retrieval import RetrievalConfig, Retriever
+from memory.search.app_backend import AppSearchBackend
+from memory.search.scope_index import ScopeIndexCache
+from tests.helpers.fakes import (
+    FailingEmbedder,
+    HashEmbedder,
+    SlowEmbedder,
+    WrongDimensionEmbedder,
+)
+from tests.helpers.world import dm, group, viewer
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+ALICE_GROUP = viewer("alice", group("fam"), ["fam", "work"])
+BOB_GROUP = viewer("bob", group("fam"), ["fam"])
+ALICE_DM = viewer("alice", dm("alice"), ["fam", "work"])
+BOB_DM = viewer("bob", dm("bob"), ["fam"])
+CAROL_WORK = viewer("carol", group("work"), ["work"])
+CAROL_DM = viewer("carol", dm("carol"), ["work"])
+
+SEED = [
+    ("Alice is planning a surprise party for Bob on Friday", Partition.dm("alice")),
+    ("The family is going to Lisbon in May", Partition.circle("fam")),
+    ("Bob loves sushi and ramen", Partition.member("fam", "bob")),
+    ("Alice is allergic to peanuts", Partition.member("fam", "alice")),
+    ("The work team offsite is in Porto on Friday", Partition.circle("work")),
+    ("Carol thinks the Friday meeting is pointless", Partition.dm("carol")),
+]
+
+
+def make_retriever(
+    store: MongoFactStore, embedder: Embedder, clock: ManualClock, **config: Any
+) -> Retriever:
+    cache = ScopeIndexCache(store, dimensions=embedder.dimensions, model_name=embedder.model_name)
+    return Retriever(
+        AppSearchBackend(cache),
+        embedder,
+        clock,
+        RetrievalConfig(**config),
+        on_access=store.record_access,
+    )
+
+
+@pytest.fixture
+async def world(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> tuple[MongoFactStore, FactWriter, ManualClock]:
+    store = MongoFactStore(migrated_db)
+    clock = ManualClock(NOW)
+    writer = FactWriter(store, HashEmbedder(), clock)
+    for content, partition in SEED:
+        await writer.add(content, partition)
+    return store, writer, clock
+
+
+async def contents(retriever: Retriever, v: Viewer, query: str, limit: int = 10) -> list[str]:
+    result = await retriever.search(v, query, limit=limit)
+    return [f.fact.content for f in result.facts]
+
+
+async def test_relevant_fact_ranks_first(world: tuple[MongoFactStore, FactWriter, ManualClock]) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    found = await contents(r, BOB_GROUP, "what food does bob love?")
+    assert found[0] == "Bob loves sushi and ramen"
+
+
+async def test_dm_fact_never_reaches_group_or_other_dm(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    query = "surprise party for Bob on Friday"
+    for v in (BOB_GROUP, ALICE_GROUP, BOB_DM, CAROL_DM, CAROL_WORK):
+        assert "Alice is planning a surprise party for Bob on Friday" not in await contents(
+            r, v, query, 50
+        ), v
+    assert (await contents(r, ALICE_DM, query))[0].startswith("Alice is planning a surprise")
+
+
+async def test_each_viewer_sees_exactly_their_table_rows(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    everything = "Alice Bob family work team Carol Friday Lisbon sushi peanuts Porto meeting"
+    expect = {
+        BOB_GROUP: {1, 2, 3},
+        ALICE_GROUP: {1, 2, 3},
+        ALICE_DM: {0, 1, 3, 4},
+        BOB_DM: {1, 2},
+        CAROL_WORK: {4},
+        CAROL_DM: {4, 5},
+    }
+    for v, rows in expect.items():
+        got = set(await contents(r, v, everything, 50))
+        assert got == {SEED[i][0] for i in rows}, v
+
+
+async def test_cache_follows_writes_from_another_process(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, writer, clock = world
+    reader = make_retriever(store, HashEmbedder(), clock)
+    assert "Bob started learning the cello" not in await contents(reader, BOB_DM, "cello")
+    fact, created = await writer.add("Bob started learning the cello", Partition.member("fam", "bob"))
+    assert created
+    assert (await contents(reader, BOB_DM, "cello"))[0] == "Bob started learning the cello"
+    # UPDATE: the new wording replaces the old in results; the old stays in history.
+    await writer.reword(fact.id, "Bob plays the cello every Sunday", reason="more detail")
+    found = await contents(reader, BOB_DM, "cello")
+    assert found[0] == "Bob plays the cello every Sunday"
+    assert "Bob started learning the cello" not in found
+    stored = await store.get(fact.id)
+    assert stored is not None and stored.history[0].content == "Bob started learning the cello"
+    # A contradiction invalidates: out of retrieval, kept as history.
+    await store.invalidate(fact.id, at=NOW, reason="contradicted")
+    assert "Bob plays the cello every Sunday" not in await contents(reader, BOB_DM, "cello")
+    assert (await store.get(fact.id)) is not None
+    # Forget: gone from the database and from results.
+    sushi = [f for f in await store.list_visible(BOB_DM) if "sushi" in f.content][0]
+    await store.delete([sushi.id])
+    assert "Bob loves sushi and ramen" not in await contents(reader, BOB_DM, "sushi ramen")
+
+
+async def test_duplicate_fact_is_stored_once(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, writer, _ = world
+    first, created = await writer.add("Bob loves sushi and ramen.", Partition.member("fam", "bob"))
+    assert not created
+    again, created = await writer.add("Bob loves sushi and ramen", Partition.member("fam", "alice"))
+    assert created, "the same words in another partition are another memory"
+    assert first.id != again.id
+
+
+async def test_recent_outranks_old_among_equals_but_old_never_vanishes(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    store = MongoFactStore(migrated_db)
+    clock = ManualClock(NOW - timedelta(days=400))
+    writer = FactWriter(store, HashEmbedder(), clock)
+    await writer.add("Bob's favourite colour is green", Partition.member("fam", "bob"))
+    clock.set(NOW)
+    await writer.add("Bob's favourite colour is blue", Partition.member("fam", "bob"))
+    r = make_retriever(store, HashEmbedder(), clock)
+    found = await contents(r, BOB_DM, "Bob's favourite colour")
+    assert found == ["Bob's favourite colour is blue", "Bob's favourite colour is green"]
+
+
+async def test_access_is_tracked_without_blocking(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    result = await r.search(BOB_DM, "sushi ramen", limit=1)
+    await r.drain()
+    fact = await store.get(result.facts[0].fact.id)
+    assert fact is not None and fact.access_count == 1 and fact.last_accessed_at == NOW
+
+
+@pytest.mark.parametrize(
+    "embedder", [FailingEmbedder(), WrongDimensionEmbedder(), SlowEmbedder(delay=2.0)]
+)
+async def test_broken_embedder_degrades_to_keywords(
+    world: tuple[MongoFactStore, FactWriter, ManualClock], embedder: Embedder
+) -> None:
+    store, _, clock = world
+    r = make_retriever(store, embedder, clock, embed_timeout_s=0.2)
+    result = await r.search(BOB_DM, "sushi", limit=5)
+    assert [f.fact.content for f in result.facts] == ["Bob loves sushi and ramen"]
+    assert "dense" in result.legs and not result.legs["dense"].startswith("ok")
+
+
+async def test_slow_leg_is_dropped_within_budget(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    store, _, clock = world
+
+    async def stuck_leg(v: Viewer, text: str, k: int) -> dict[str, float]:
+        await asyncio.sleep(10)
+        return {}
+
+    r = make_retriever(store, HashEmbedder(), clock, leg_timeout_s=0.2)
+    r.extra_legs["mem0"] = stuck_leg
+    started = asyncio.get_running_loop().time()
+    result = await r.search(BOB_DM, "sushi", limit=5)
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert result.legs["mem0"] == "timeout"
+    assert result.facts[0].fact.content == "Bob loves sushi and ramen"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["", "   ", "🎉🎉🎉", "寿司が好きです", "Суши и рамен", "sushi " * 4000, "\x00\x01"],
+)
+async def test_odd_queries_answer_without_error(
+    world: tuple[MongoFactStore, FactWriter, ManualClock], query: str
+) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    result = await r.search(BOB_DM, query, limit=5)
+    assert all(f.fact.partition.owner_user_id in (None, "bob") for f in result.facts)
+    if query.startswith("sushi"):
+        assert result.facts[0].fact.content == "Bob loves sushi and ramen"
+
+
+async def test_circle_with_no_facts(migrated_db: AsyncDatabase[dict[str, Any]]) -> None:
+    store = MongoFactStore(migrated_db)
+    r = make_retriever(store, HashEmbedder(), ManualClock(NOW))
+    result = await r.search(viewer("zed", group("empty"), ["empty"]), "anything at all?", limit=5)
+    assert result.retrieved and result.facts == []
+
+
+async def test_heuristic_skips_greetings(world: tuple[MongoFactStore, FactWriter, ManualClock]) -> None:
+    store, _, clock = world
+    r = make_retriever(store, HashEmbedder(), clock)
+    assert not (await r.for_message(BOB_DM, "hi!")).retrieved
+    found = await r.for_message(BOB_DM, "what do I love to eat?")
+    assert found.retrieved
+
+
+async def test_category_is_kept(migrated_db: AsyncDatabase[dict[str, Any]]) -> None:
+    store = MongoFactStore(migrated_db)
+    clock = ManualClock(NOW)
+    writer = FactWriter(store, HashEmbedder(), clock)
+    await writer.add(
+        "Alice's mother is called Susan", Partition.dm("alice"), category=Category.RELATIONSHIP
+    )
+    r = make_retriever(store, HashEmbedder(), clock)
+    result = await r.search(ALICE_DM, "Alice's mother", limit=3)
+    assert result.facts[0].fact.category is Category.RELATIONSHIP
