@@ -150,9 +150,11 @@ async def _telegram(settings: Settings) -> ComponentReport:
     token = settings.telegram_bot_token.get_secret_value()
     async with httpx.AsyncClient(timeout=10.0) as client:
         response = await client.get(f"{base}{token}/getMe")
-    body = response.json() if response.headers.get("content-type", "").startswith(
-        "application/json"
-    ) else {}
+    body = (
+        response.json()
+        if response.headers.get("content-type", "").startswith("application/json")
+        else {}
+    )
     if response.status_code != 200 or not body.get("ok"):
         return ComponentReport(
             Mode.CONFIGURED.value,

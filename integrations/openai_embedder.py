@@ -54,7 +54,9 @@ class OpenAIEmbedder:
             except openai.RateLimitError as exc:
                 raise RateLimited("embeddings", f"rate limited: {exc.message}") from None
             except openai.BadRequestError as exc:
-                raise BadInput(f"the embeddings endpoint refused the input: {exc.message}") from None
+                raise BadInput(
+                    f"the embeddings endpoint refused the input: {exc.message}"
+                ) from None
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 raise Unavailable("embeddings", f"{type(exc).__name__}: {exc}") from None
             ordered = sorted(response.data, key=lambda d: d.index)
@@ -69,4 +71,5 @@ class OpenAIEmbedder:
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return (matrix / norms).astype(np.float32)
+        normalised: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        return normalised

@@ -55,6 +55,7 @@ ECHO_CHARS = 4_000
 #: Status codes worth retrying: timeouts, lock conflicts, throttling, server errors.
 TRANSIENT_STATUS = {408, 409, 429}
 
+_NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.S)
 
 
@@ -479,8 +480,9 @@ def _to_param(message: PromptMessage) -> ChatCompletionMessageParam:
     if message.role == "system":
         return {"role": "system", "content": message.content}
     if message.role == "user":
-        if message.name:
-            return {"role": "user", "content": message.content, "name": message.name}
+        name = _wire_name(message.name)
+        if name:
+            return {"role": "user", "content": message.content, "name": name}
         return {"role": "user", "content": message.content}
     if message.role == "assistant":
         if message.tool_calls:
@@ -508,6 +510,17 @@ def _to_param(message: PromptMessage) -> ChatCompletionMessageParam:
         ChatCompletionMessageParam,
         {"role": "user", "content": f"({label} output) {message.content}"},
     )
+
+
+def _wire_name(name: str | None) -> str | None:
+    """A participant name the API accepts (``^[A-Za-z0-9_-]{1,64}$``), or none at all.
+
+    Display names ("Alice Smith", "Алиса") would otherwise make the request a 400.
+    """
+    if not name:
+        return None
+    cleaned = _NAME_JUNK.sub("_", name.strip())[:64].strip("_")
+    return cleaned if any(ch.isalnum() for ch in cleaned) else None
 
 
 def _tool_param(tool: ToolSpec) -> ChatCompletionToolParam:

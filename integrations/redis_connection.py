@@ -39,7 +39,7 @@ class RedisHandle:
             await asyncio.to_thread(self.lease.release)
 
 
-async def connect_redis(settings: Settings, *, timeout: float = 5.0) -> RedisHandle:
+async def connect_redis(settings: Settings, *, ping_timeout: float = 5.0) -> RedisHandle:
     """Open the job-queue Redis and check that it answers PING."""
     lease: EmbeddedLease | None = None
     if settings.redis_url is not None:
@@ -56,7 +56,9 @@ async def connect_redis(settings: Settings, *, timeout: float = 5.0) -> RedisHan
         url = lease.url
         mode = Mode.EMBEDDED
     try:
-        client = Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = Redis.from_url(
+            url, socket_timeout=ping_timeout, socket_connect_timeout=ping_timeout
+        )
     except ValueError as exc:
         if lease is not None:
             await asyncio.to_thread(lease.release)
@@ -68,7 +70,7 @@ async def connect_redis(settings: Settings, *, timeout: float = 5.0) -> RedisHan
         client=client, url=url, mode=mode, url_for_display=redact(url), lease=lease
     )
     try:
-        await asyncio.wait_for(client.ping(), timeout=timeout)
+        await asyncio.wait_for(client.ping(), timeout=ping_timeout)
     except AuthenticationError:
         await handle.close()
         raise Unavailable(

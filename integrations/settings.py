@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     telegram_api_base_url: str | None = None
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
-    webhook_listen: str = "0.0.0.0"  # noqa: S104 - the webhook server must be reachable
+    webhook_listen: str = "0.0.0.0"
     webhook_port: int = 8080
 
     # LLM: any OpenAI-compatible endpoint; unset key means the offline provider.

@@ -21,9 +21,9 @@ HEADINGS = {
 }
 
 CITING_INSTRUCTIONS = (
-    "When you use one of these memories, cite it naturally (\"I remember you mentioned …\"). "
+    'When you use one of these memories, cite it naturally ("I remember you mentioned …"). '
     "If you are unsure about a memory, ask. If something new conflicts with a memory, ask "
-    "whether it has changed (\"I thought you were vegetarian — has that changed?\")."
+    'whether it has changed ("I thought you were vegetarian — has that changed?").'
 )
 
 

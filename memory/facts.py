@@ -35,7 +35,9 @@ class FactWriteStore(Protocol):
         importance: int | None = None,
     ) -> Fact | None: ...
 
-    async def invalidate(self, fact_id: str, *, at: datetime, reason: str | None = None) -> bool: ...
+    async def invalidate(
+        self, fact_id: str, *, at: datetime, reason: str | None = None
+    ) -> bool: ...
 
 
 def clip_words(text: str, limit: int = FACT_MAX_WORDS) -> str:
@@ -106,7 +108,12 @@ class FactWriter:
         return stored[0]
 
     async def reword(
-        self, fact_id: str, content: str, *, reason: str | None = None, importance: int | None = None
+        self,
+        fact_id: str,
+        content: str,
+        *,
+        reason: str | None = None,
+        importance: int | None = None,
     ) -> Fact | None:
         """UPDATE: new wording for an existing fact, the old one kept in its history."""
         content = clip_words(content)

@@ -13,7 +13,9 @@ import re
 from memory.constants import RETRIEVAL_MAX_LIMIT, RETRIEVAL_MIN_LIMIT
 
 _SKIP = [
-    re.compile(r"^(hi|hey|hello|good (morning|afternoon|evening|night)|yo|sup|hiya)[\s!.?]*$", re.I),
+    re.compile(
+        r"^(hi|hey|hello|good (morning|afternoon|evening|night)|yo|sup|hiya)[\s!.?]*$", re.I
+    ),
     re.compile(
         r"^(ok|okay|k|sure|thanks|thank you|thx|ty|got it|cool|nice|great|perfect|"
         r"yes|no|yep|nope|yeah|lol|haha)[\s!.?]*$",

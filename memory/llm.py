@@ -104,9 +104,7 @@ class Usage:
     def record(self, purpose: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.calls[purpose] = self.calls.get(purpose, 0) + 1
         self.prompt_tokens[purpose] = self.prompt_tokens.get(purpose, 0) + prompt_tokens
-        self.completion_tokens[purpose] = (
-            self.completion_tokens.get(purpose, 0) + completion_tokens
-        )
+        self.completion_tokens[purpose] = self.completion_tokens.get(purpose, 0) + completion_tokens
 
     @property
     def total_calls(self) -> int:

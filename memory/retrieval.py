@@ -99,8 +99,8 @@ ExtraLeg = Callable[[Viewer, str, int], Awaitable[dict[str, float]]]
 class RetrievalConfig:
     """How retrieval runs; the defaults are those the LoCoMo benchmark chose."""
 
-    fusion: FusionConfig = FusionConfig()
-    blend: BlendConfig = BlendConfig()
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    blend: BlendConfig = field(default_factory=BlendConfig)
     #: How many hits each leg contributes to fusion.
     leg_k: int = 50
     #: Per-leg time limit; a late leg is dropped, the others answer.
@@ -192,7 +192,7 @@ class Retriever:
             vectors = await asyncio.wait_for(
                 self.embedder.embed([text]), timeout=self.config.embed_timeout_s
             )
-        except Exception as exc:  # noqa: BLE001 - any embedder failure degrades to keywords
+        except Exception as exc:
             result.legs["embed"] = f"failed: {type(exc).__name__}"
             log.warning("query embedding failed (%s); keyword leg only", type(exc).__name__)
             return None
@@ -226,7 +226,7 @@ class Retriever:
         except LegSkipped as exc:
             result.legs[name] = f"skipped: {exc}"
             return {}
-        except Exception as exc:  # noqa: BLE001 - a failing leg degrades, never fails the reply
+        except Exception as exc:
             result.legs[name] = f"failed: {type(exc).__name__}"
             log.warning("retrieval leg %s failed: %s", name, type(exc).__name__)
             return {}
@@ -263,7 +263,7 @@ class Retriever:
         assert self._on_access is not None
         try:
             await self._on_access(ids, at)
-        except Exception as exc:  # noqa: BLE001 - best effort by design
+        except Exception as exc:
             log.info("access tracking failed: %s", type(exc).__name__)
 
     async def drain(self) -> None:

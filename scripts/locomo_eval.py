@@ -54,8 +54,7 @@ KS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 #: Lucene's classic 33-word English list, to reproduce the README's stopword comparison.
 LUCENE_STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the "
-    "their then there these they this to was will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
 )
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 

@@ -92,5 +92,7 @@ async def migrated_db(
     """A fresh database with every migration applied (indexes, unique keys)."""
     from integrations.mongo.migrator import MigrationContext, migrate
 
-    await migrate(MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None))
+    await migrate(
+        MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None)
+    )
     return db

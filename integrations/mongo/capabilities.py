@@ -43,6 +43,4 @@ async def detect_capabilities(db: AsyncDatabase[dict[str, Any]]) -> Capabilities
             server_version=version,
             detail=f"no Atlas Search on this server ({reason}); search runs in the application",
         )
-    return Capabilities(
-        atlas_search=True, server_version=version, detail="Atlas Search available"
-    )
+    return Capabilities(atlas_search=True, server_version=version, detail="Atlas Search available")

@@ -117,8 +117,12 @@ class MongoFactStore:
         doc = await self._facts.find_one_and_update(
             {"_id": fact_id, "current": True},
             {
-                "$set": {"invalid_at": at, "current": False, "updated_at": at,
-                         "invalid_reason": reason},
+                "$set": {
+                    "invalid_at": at,
+                    "current": False,
+                    "updated_at": at,
+                    "invalid_reason": reason,
+                },
                 "$inc": {"rev": 1},
             },
             projection=NO_EMBEDDING,
@@ -128,9 +132,7 @@ class MongoFactStore:
         await self._bump(Partition.from_fields(doc))
         return True
 
-    async def set_embedding(
-        self, fact_id: str, embedding: Sequence[float], model: str
-    ) -> bool:
+    async def set_embedding(self, fact_id: str, embedding: Sequence[float], model: str) -> bool:
         """Replace a fact's vector (re-embedding after a model switch)."""
         doc = await self._facts.find_one_and_update(
             {"_id": fact_id},

@@ -11,8 +11,10 @@ from typing import Any
 VECTOR_INDEX = "facts_vector"
 TEXT_INDEX = "facts_text"
 
-#: The fields every search pre-filters on: the partition, and whether the fact is current.
-FILTER_FIELDS = ("visibility", "circle_id", "owner_user_id", "current")
+#: The fields every search pre-filters on: the partition (its flat fields and its key), and
+#: whether the fact is current. Queries filter on ``pkey`` (a string, never null, so every
+#: Atlas filter operator supports it) with the keys the privacy filter allowed.
+FILTER_FIELDS = ("pkey", "visibility", "circle_id", "owner_user_id", "current")
 
 
 def vector_index_definition(dims: int) -> dict[str, Any]:
@@ -31,6 +33,7 @@ def text_index_definition() -> dict[str, Any]:
             "dynamic": False,
             "fields": {
                 "content": {"type": "string", "analyzer": "lucene.english"},
+                "pkey": {"type": "token"},
                 "visibility": {"type": "token"},
                 "circle_id": {"type": "token"},
                 "owner_user_id": {"type": "token"},

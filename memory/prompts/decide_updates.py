@@ -26,9 +26,7 @@ class DecideUpdatesContext(BaseModel):
 class UpdateDecision(BaseModel):
     new_index: int
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
-    target_id: str | None = Field(
-        default=None, description="the existing fact to update or delete"
-    )
+    target_id: str | None = Field(default=None, description="the existing fact to update or delete")
     content: str | None = Field(
         default=None, description="for UPDATE: the merged wording, at most 30 words"
     )

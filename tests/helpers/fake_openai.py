@@ -326,7 +326,8 @@ def _conversation(request: RecordedRequest) -> list[dict[str, str]]:
 def _people(request: RecordedRequest) -> dict[str, str]:
     for raw in request.last_user_text.splitlines():
         if raw.startswith("People:"):
-            return {m["name"].strip(): m["id"] for m in _PERSON.finditer(raw)}
+            listed = raw.removeprefix("People:")
+            return {m["name"].strip(): m["id"] for m in _PERSON.finditer(listed)}
     return {}
 
 
@@ -438,6 +439,7 @@ class FakeOpenAI:
         self.embedding_dimensions = embedding_dimensions
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        self.errors: list[Exception] = []
         self._queues: dict[str, deque[Any]] = {}
         self._defaults: dict[str, Handler] = {
             CHAT: chat_handler or json_task_handler(),
@@ -475,7 +477,10 @@ class FakeOpenAI:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Stop; then, if the block itself succeeded, surface any handler exception."""
         await self.stop()
+        if exc_type is None:
+            self.raise_errors()
 
     @property
     def base_url(self) -> str:
@@ -501,10 +506,16 @@ class FakeOpenAI:
         return len(self._queues.get(endpoint, ()))
 
     def reset(self) -> None:
-        """Forget requests, queues and custom handlers."""
+        """Forget requests, handler errors, queues and custom handlers."""
         self.requests.clear()
+        self.errors.clear()
         self._queues.clear()
         self._handlers = dict(self._defaults)
+
+    def raise_errors(self) -> None:
+        """Re-raise the first exception a handler raised (they are answered as 500s)."""
+        if self.errors:
+            raise self.errors[0]
 
     def requests_to(self, endpoint: str = CHAT) -> list[RecordedRequest]:
         return [r for r in self.requests if r.endpoint == endpoint]
@@ -579,14 +590,20 @@ class FakeOpenAI:
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return Reply(401, error_body(401, "Incorrect API key provided"))
         queue = self._queues.get(endpoint)
-        answer = queue.popleft() if queue else self._handlers[endpoint](request)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if callable(answer) and not isinstance(answer, Reply):
-            answer = answer(request)
+        try:
+            answer = queue.popleft() if queue else self._handlers[endpoint](request)
             if inspect.isawaitable(answer):
                 answer = await answer
-        return _to_reply(answer, endpoint)
+            if callable(answer) and not isinstance(answer, Reply):
+                answer = answer(request)  # a queued per-request handler
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            return _to_reply(answer, endpoint)
+        except Exception as exc:
+            # A bug in a test's handler: answer 500 (so the client does not hang) and keep
+            # the exception for the test to re-raise with ``fake.raise_errors()``.
+            self.errors.append(exc)
+            return Reply(500, error_body(500, f"fake handler failed: {exc!r}"))
 
     @staticmethod
     async def _write(writer: asyncio.StreamWriter, reply: Reply) -> None:

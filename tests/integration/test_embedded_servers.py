@@ -192,7 +192,9 @@ async def test_killed_supervisor_data_reopens_intact(tmp_path: Path) -> None:
     await client.close()
 
     os.kill(lease.supervisor_pid, signal.SIGKILL)
-    # Straight away: acquire must wait out the dying server, then reopen the same files.
+    await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor dies", 5)
+    # The orphaned server may still be closing WiredTiger (it takes ~2 s): acquire must
+    # wait it out, then reopen the same files.
     reopened = await take("mongo", tmp_path)
     try:
         assert not process_alive(lease.server_pid)

@@ -74,7 +74,9 @@ async def contents(retriever: Retriever, v: Viewer, query: str, limit: int = 10)
     return [f.fact.content for f in result.facts]
 
 
-async def test_relevant_fact_ranks_first(world: tuple[MongoFactStore, FactWriter, ManualClock]) -> None:
+async def test_relevant_fact_ranks_first(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
     store, _, clock = world
     r = make_retriever(store, HashEmbedder(), clock)
     found = await contents(r, BOB_GROUP, "what food does bob love?")
@@ -119,7 +121,9 @@ async def test_cache_follows_writes_from_another_process(
     store, writer, clock = world
     reader = make_retriever(store, HashEmbedder(), clock)
     assert "Bob started learning the cello" not in await contents(reader, BOB_DM, "cello")
-    fact, created = await writer.add("Bob started learning the cello", Partition.member("fam", "bob"))
+    fact, created = await writer.add(
+        "Bob started learning the cello", Partition.member("fam", "bob")
+    )
     assert created
     assert (await contents(reader, BOB_DM, "cello"))[0] == "Bob started learning the cello"
     # UPDATE: the new wording replaces the old in results; the old stays in history.
@@ -134,7 +138,7 @@ async def test_cache_follows_writes_from_another_process(
     assert "Bob plays the cello every Sunday" not in await contents(reader, BOB_DM, "cello")
     assert (await store.get(fact.id)) is not None
     # Forget: gone from the database and from results.
-    sushi = [f for f in await store.list_visible(BOB_DM) if "sushi" in f.content][0]
+    sushi = next(f for f in await store.list_visible(BOB_DM) if "sushi" in f.content)
     await store.delete([sushi.id])
     assert "Bob loves sushi and ramen" not in await contents(reader, BOB_DM, "sushi ramen")
 
@@ -142,7 +146,7 @@ async def test_cache_follows_writes_from_another_process(
 async def test_duplicate_fact_is_stored_once(
     world: tuple[MongoFactStore, FactWriter, ManualClock],
 ) -> None:
-    store, writer, _ = world
+    _, writer, _ = world
     first, created = await writer.add("Bob loves sushi and ramen.", Partition.member("fam", "bob"))
     assert not created
     again, created = await writer.add("Bob loves sushi and ramen", Partition.member("fam", "alice"))
@@ -228,7 +232,9 @@ async def test_circle_with_no_facts(migrated_db: AsyncDatabase[dict[str, Any]]) 
     assert result.retrieved and result.facts == []
 
 
-async def test_heuristic_skips_greetings(world: tuple[MongoFactStore, FactWriter, ManualClock]) -> None:
+async def test_heuristic_skips_greetings(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
     store, _, clock = world
     r = make_retriever(store, HashEmbedder(), clock)
     assert not (await r.for_message(BOB_DM, "hi!")).retrieved

@@ -34,9 +34,7 @@ def test_memory_imports_no_adapter_or_entry_point() -> None:
             top = module.split(".")[0]
             if top in FORBIDDEN_IN_DOMAIN:
                 offences.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
-            elif top not in sys.stdlib_module_names and top not in DOMAIN_THIRD_PARTY | {
-                "memory"
-            }:
+            elif top not in sys.stdlib_module_names and top not in DOMAIN_THIRD_PARTY | {"memory"}:
                 offences.append(f"{path.relative_to(ROOT)}:{line} imports third-party {module}")
     assert not offences, "\n".join(offences)
 

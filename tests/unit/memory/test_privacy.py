@@ -53,15 +53,20 @@ def test_other_circle_never_sees() -> None:
     work_member = viewer("carol", OTHER_GROUP, frozenset({"work"}))
     for p in (CIRCLE_LEVEL, ALICE_IN_GROUP, ALICE_IN_DM):
         assert not is_visible(p, work_member)
-    carol_dm = viewer("carol", Thread(id="dm:carol", kind=ThreadKind.DM, user_id="carol"),
-                      frozenset({"work"}))
+    carol_dm = viewer(
+        "carol", Thread(id="dm:carol", kind=ThreadKind.DM, user_id="carol"), frozenset({"work"})
+    )
     assert not is_visible(CIRCLE_LEVEL, carol_dm)
 
 
 def test_member_who_left_loses_circle_memories_in_dm() -> None:
     left = viewer("bob", DM_BOB, frozenset())
     assert not is_visible(CIRCLE_LEVEL, left)
-    assert visibility_filter(left) == {"visibility": "dm", "owner_user_id": "bob", "circle_id": None}
+    assert visibility_filter(left) == {
+        "visibility": "dm",
+        "owner_user_id": "bob",
+        "circle_id": None,
+    }
 
 
 def test_non_member_in_group_sees_nothing() -> None:
