@@ -98,6 +98,15 @@ def migrate(
     _run(run_migrate(_settings(), show_status=show_status, to=to))
 
 
+def _register_subcommands() -> None:
+    from bot.bench import bench_app
+
+    app.add_typer(bench_app, name="bench")
+
+
+_register_subcommands()
+
+
 def main() -> None:
     """Entry point of the ``alfred`` console script."""
     try:

@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
 from integrations.mongo.connection import MongoHandle, connect_mongo
+from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
+from integrations.mongo.journal import MongoJournal
+from integrations.mongo.notes import MongoNotes
 from integrations.settings import Settings
+from memory.always import AlwaysInContext
 from memory.clock import SystemClock
+from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
+from memory.formation import FormationService
+from memory.llm import LLM
 from memory.ports import Clock, Embedder
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
@@ -37,15 +44,36 @@ class Services:
     mongo: MongoHandle
     capabilities: Capabilities
     embedder: Embedder
+    llm: LLM
     facts: MongoFactStore
+    directory: MongoDirectory
+    journal: MongoJournal
+    notes: MongoNotes
     writer: FactWriter
     retriever: Retriever
+    formation: FormationService
+    consolidation: ConsolidationService
+    always: AlwaysInContext
     search_backend: str
     warnings: list[str] = field(default_factory=list)
 
     async def aclose(self) -> None:
         await self.retriever.drain()
+        close = getattr(self.llm, "aclose", None)
+        if close is not None:
+            await close()
         await self.mongo.close()
+
+
+def build_llm(settings: Settings) -> LLM:
+    """The OpenAI-compatible provider when a key is set, the offline rules otherwise."""
+    if settings.openai_api_key is not None:
+        from integrations.openai_llm import OpenAILLM
+
+        return OpenAILLM.from_settings(settings)
+    from integrations.offline_llm import OfflineLLM
+
+    return OfflineLLM()
 
 
 async def choose_search_backend(
@@ -72,12 +100,14 @@ async def build_services(
     embedder: Embedder | None = None,
     retrieval: RetrievalConfig | None = None,
     extra_legs: Mapping[str, ExtraLeg] | None = None,
+    llm: LLM | None = None,
 ) -> Services:
     """Connect and assemble; the caller must ``await services.aclose()``."""
     from integrations.embedders import build_embedder
 
     clock = clock or SystemClock()
     embedder = embedder or build_embedder(settings)
+    llm = llm or build_llm(settings)
     mongo = await connect_mongo(settings)
     try:
         caps = await detect_capabilities(mongo.db)
@@ -96,15 +126,36 @@ async def build_services(
     except BaseException:
         await mongo.close()
         raise
+    directory = MongoDirectory(mongo.db)
+    journal = MongoJournal(mongo.db)
+    notes = MongoNotes(mongo.db)
+    writer = FactWriter(store, embedder, clock)
+    formation = FormationService(
+        journal=journal,
+        directory=directory,
+        facts=store,
+        writer=writer,
+        notes=notes,
+        llm=llm,
+        embedder=embedder,
+        clock=clock,
+    )
     return Services(
         settings=settings,
         clock=clock,
         mongo=mongo,
         capabilities=caps,
         embedder=embedder,
+        llm=llm,
         facts=store,
-        writer=FactWriter(store, embedder, clock),
+        directory=directory,
+        journal=journal,
+        notes=notes,
+        writer=writer,
         retriever=retriever,
+        formation=formation,
+        consolidation=ConsolidationService(notes, llm, clock),
+        always=AlwaysInContext(notes),
         search_backend=backend.name,
         warnings=warnings,
     )

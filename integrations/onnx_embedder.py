@@ -144,9 +144,7 @@ class OnnxMiniLMEmbedder:
             summed = (hidden * mask).sum(axis=1)
             pooled = summed / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(
-            np.float32
-        )
+        result: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return result
 
     def _ensure_loaded(self) -> None:
@@ -158,9 +156,7 @@ class OnnxMiniLMEmbedder:
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            tokenizer = Tokenizer.from_file(
-                str(self._tokenizer_path or default_tokenizer_path())
-            )
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path or default_tokenizer_path()))
             # The shipped tokenizer pads and truncates to a fixed 128: replace both.
             tokenizer.enable_truncation(max_length=self._max_tokens)
             pad_id = tokenizer.token_to_id("[PAD]")

@@ -59,6 +59,10 @@ class OpenAIEmbedder:
                 ) from None
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 raise Unavailable("embeddings", f"{type(exc).__name__}: {exc}") from None
+            except ValueError as exc:  # the SDK lets a broken JSON body through as ValueError
+                raise Unavailable("embeddings", f"malformed answer: {exc}") from None
+            if not hasattr(response, "data"):
+                raise Unavailable("embeddings", "the endpoint did not answer with embeddings")
             ordered = sorted(response.data, key=lambda d: d.index)
             rows.extend(list(d.embedding) for d in ordered)
         matrix = np.asarray(rows, dtype=np.float32)

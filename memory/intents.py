@@ -51,6 +51,12 @@ MAX_INTENT_CHARS: Final = 4000
 #: Sentences longer than this are not parsed by backtracking patterns (not atomic anyway).
 MAX_PARSE_CHARS: Final = 600
 
+
+def _words(text: str) -> frozenset[str]:
+    """A word set written as one spaced string, which reads better than a long literal."""
+    return frozenset(text.split())
+
+
 # --- results ------------------------------------------------------------------------------
 
 
@@ -227,7 +233,8 @@ _FILLERS = (
 )
 _LEAD_FILLER = re.compile(rf"^(?:(?:{_FILLERS})\b[\s,:;.!\-–—]*)+", re.IGNORECASE)
 _LEAD_RETRACTION = re.compile(
-    r"^(?:(?:actually|no|nope|wait|oh\s+wait)\b[\s,:;.!\-–—]*)+", re.IGNORECASE
+    r"^(?:(?:actually|nope|wait|oh\s+wait)\b[\s,:;.!\-–—]*|no\s*[,.!:;\-–—]+\s*)+",
+    re.IGNORECASE,
 )
 _POLITE = re.compile(
     r"^(?:(?:please|pls|plz|kindly)\b[\s,]*"
@@ -269,7 +276,7 @@ def _prepare(sentence: str, *, retraction: bool = True) -> _Clause:
     the correction one, where they are the signal.
     """
     raw = _strip_trailing_marks_keep_question(sentence)
-    question = raw.endswith("?")
+    question = re.search(r"\?[!?.…]*$", raw) is not None
     text = raw
     polite = False
     for _ in range(4):
@@ -310,7 +317,7 @@ def _clauses(text: str, *, retraction: bool = True) -> list[_Clause]:
 def _payload(text: str) -> str:
     """A payload without wrapping quotes, leading connectors or final punctuation."""
     text = text.strip().strip("\"'").strip()
-    text = re.sub(r"^(?:that|:|-|–|—)\s+", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"^[:\-–—]\s*", "", text)
     return _strip_trailing_marks(text).strip().strip("\"'").strip()
 
 
@@ -318,9 +325,7 @@ def _has_letters(text: str) -> bool:
     return any(char.isalpha() for char in text)
 
 
-_SELF_START = (
-    r"(?:my|our|i|i'm|im|i've|i'd|i'll|we|we're|we've|we'll|we'd|me|us)\b"
-)
+_SELF_START = r"(?:my|our|i|i'm|im|i've|i'd|i'll|we|we're|we've|we'll|we'd|me|us)\b"
 
 # --- remember ---------------------------------------------------------------------------------
 
@@ -338,8 +343,11 @@ _REMEMBER_CUES: Final = (
         re.I | re.S,
     ),
     re.compile(r"^note\s*(?:that\s+|[:\-–—]\s*)(?P<p>.+)$", re.I | re.S),
+    re.compile(r"^note\s+to\s+self\s*[:\-–—,]?\s*(?P<p>.+)$", re.I | re.S),
     re.compile(r"^for\s+the\s+record\s*[,:\-–—]?\s*(?P<p>.+)$", re.I | re.S),
-    re.compile(r"^(?:memori[sz]e|store|save)\s+(?:that\s+|this\s*[:\-–—]\s*)(?P<p>.+)$", re.I | re.S),
+    re.compile(
+        r"^(?:memori[sz]e|store|save)\s+(?:that\s+|this\s*[:\-–—]\s*)(?P<p>.+)$", re.I | re.S
+    ),
 )
 # "Remember that film we saw?" — a demonstrative + noun, then a relative clause or nothing.
 _REMINISCENCE = re.compile(
@@ -384,7 +392,10 @@ def _valid_payload(payload: str, clause: _Clause, *, reminiscence_check: bool) -
 # --- forget -----------------------------------------------------------------------------------
 
 _WHO_ME = r"me|myself|my\s+(?:life|family\s+and\s+me)"
-_WHO_US = r"us|ourselves|the\s+two\s+of\s+us|(?:our|this|the)\s+(?:family|group|circle|household|team)|everyone(?:\s+here)?|all\s+of\s+us"
+_WHO_US = (
+    r"us|ourselves|the\s+two\s+of\s+us|(?:our|this|the)\s+(?:family|group|circle|household|team)"
+    r"|everyone(?:\s+here)?|all\s+of\s+us"
+)
 _FORGET_ALL: Final = (
     re.compile(
         r"^(?:forget|erase|delete|wipe|remove|clear|purge)\s+(?:absolutely\s+)?"
@@ -428,6 +439,11 @@ _FORGET_LAST = re.compile(
     re.IGNORECASE,
 )
 _DISMISSAL: Final = frozenset({"it", "about it", "it all", "all about it"})
+# "forget the party, it's cancelled": the reason after the comma is not part of the target.
+_FORGET_TAIL = re.compile(
+    r"\s*[,;]\s+(?=(?:it|it's|that|that's|he|she|they|because|since|as|we|i|i'm|thanks)\b)",
+    re.IGNORECASE,
+)
 
 
 def detect_forget(text: str) -> ForgetIntent | ForgetAllIntent | None:
@@ -451,7 +467,7 @@ def detect_forget(text: str) -> ForgetIntent | ForgetAllIntent | None:
             match = pattern.match(body)
             if match is None:
                 continue
-            target = _payload(match.group("t"))
+            target = _payload(_FORGET_TAIL.split(match.group("t"), maxsplit=1)[0])
             low = target.lower()
             if low in _DISMISSAL or not _has_letters(target):
                 return None
@@ -525,10 +541,12 @@ def detect_recall(text: str) -> RecallIntent | None:
 # --- directives ---------------------------------------------------------------------------
 
 _LANGUAGES: Final = frozenset(
-    """english spanish french german italian portuguese dutch russian chinese mandarin
+    _words(
+        """english spanish french german italian portuguese dutch russian chinese mandarin
     cantonese japanese korean arabic hindi polish swedish norwegian danish finnish greek
     turkish hebrew ukrainian czech romanian hungarian catalan vietnamese thai indonesian
-    malay tagalog swahili irish welsh latin esperanto""".split()
+    malay tagalog swahili irish welsh latin esperanto"""
+    )
 )
 _STYLE_ADJ = (
     r"brief|concise|short|succinct|terse|formal|informal|casual|friendly|polite|direct"
@@ -543,15 +561,17 @@ _STYLE_OBJECT = re.compile(
     re.IGNORECASE,
 )
 _NOT_NAMES: Final = frozenset(
-    """tomorrow later back tonight today when whenever if at on in a an the maybe asap now
+    _words(
+        """tomorrow later back tonight today when whenever if at on in a an the maybe asap now
     soon sometime anytime after before around by again up once twice every this that it
     crazy lazy stupid silly old-fashioned paranoid weird naive picky whatever anything
-    what please if you him her them""".split()
+    what please if you him her them"""
+    )
 )
 _DIRECTIVE_VERBS = (
     r"use|answer|reply|respond|keep|call|mention|say|send|include|start|end|greet|remind"
     r"|ask|write|talk|speak|give|be|add|sign|tell|format|show|put|address|refer|check"
-    r"|confirm|explain|summari[sz]e|suggest|offer|translate|spell|round|round|list|cite"
+    r"|confirm|explain|summari[sz]e|suggest|offer|translate|spell|round|list|cite"
 )
 _FROM_NOW_ON = re.compile(
     r"^(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|henceforth|for\s+the\s+future)"
@@ -662,7 +682,7 @@ def _avoid(body: str, clause: _Clause) -> DirectiveIntent | None:
     obj = _payload(match.group("obj"))
     if verb.startswith(("swear", "curs")):
         return DirectiveIntent(topic="avoid", instruction=body, value=obj or "swearing")
-    if not obj or obj.lower() in _NOT_A_PAYLOAD:
+    if not obj or obj.lower() in _NOT_A_PAYLOAD | {"why", "how", "what", "when", "so"}:
         return None
     content_verbs = ("use", "send", "add", "includ", "put", "be")
     if verb.startswith(content_verbs) and not (
@@ -689,9 +709,10 @@ _STYLE_RULES: Final = (
         re.IGNORECASE,
     ),
     re.compile(
-        r"^(?:(?:always|please)\s+)?(?:use|give\s+me|write|send(?:\s+me)?)\s+"
+        r"^(?:(?:always|please)\s+)?(?:use|give\s+me|write)\s+"
         r"(?P<v>(?:shorter|longer|short|long|brief|detailed|simple|simpler|fewer|more|less|no)"
-        r"\s+.+)$",
+        r"\s+(?:answers|replies|responses|messages|words|sentences|paragraphs|text|emojis?"
+        r"|jargon|bullet\s+points|lists))$",
         re.IGNORECASE,
     ),
     re.compile(
@@ -703,7 +724,7 @@ _STYLE_RULES: Final = (
     re.compile(
         r"^(?:(?:always|please)\s+)?(?:answer|reply|respond|write)\s+(?:more\s+|less\s+)?"
         r"(?P<v>briefly|concisely|shortly|formally|informally|casually|politely|directly"
-        r"|in\s+(?:short|one|a\s+few|bullet|plain|simple|full)\b.*|with\s+.+|without\s+.+"
+        r"|in\s+(?:short|one|a\s+few|bullet|plain|simple|full)\b.*"
         r"|in\s+(?:under\s+)?\d+\s+\w+.*)$",
         re.IGNORECASE,
     ),
@@ -723,7 +744,8 @@ def _length_or_style(body: str, clause: _Clause) -> DirectiveIntent | None:
             continue
         value = _payload(match.group("v"))
         if pattern is _STYLE_RULES[0] and not (
-            _LENGTH_WORDS.search(value) or re.match(rf"(?:{_STYLE_ADJ}|simple|sweet)\b", value, re.I)
+            _LENGTH_WORDS.search(value)
+            or re.match(rf"(?:{_STYLE_ADJ}|simple|sweet)\b", value, re.I)
         ):
             return None
         topic: DirectiveTopic = "length" if _LENGTH_WORDS.search(value) else "style"
@@ -758,7 +780,7 @@ _CUE_PATTERNS: Final = (
     (
         "that's not right",
         re.compile(
-            r"^(?:no\s*[,.!]?\s*)?(?:that|this|it)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s+"
+            r"^(?:no\s*[,.!]?\s*)?(?:that|this)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s+"
             r"(?:not\s+(?:right|correct|true|accurate)|wrong|incorrect|inaccurate|false|untrue"
             r"|outdated|out\s+of\s+date|right|correct|true)\s*[,:;.!\-–—]*\s*(?P<s>.*)$",
             re.I | re.S,
@@ -766,7 +788,9 @@ _CUE_PATTERNS: Final = (
     ),
     (
         "i meant",
-        re.compile(r"^(?:no\s*[,.!]?\s*)?i\s+meant(?:\s+to\s+say)?\s*[:,]?\s*(?P<s>.+)$", re.I | re.S),
+        re.compile(
+            r"^(?:no\s*[,.!]?\s*)?i\s+meant(?:\s+to\s+say)?\s*[:,]?\s*(?P<s>.+)$", re.I | re.S
+        ),
     ),
     (
         "actually",
@@ -783,7 +807,9 @@ _CUE_PATTERNS: Final = (
         ),
     ),
 )
-_THATS_RIGHT_WORDS = re.compile(r"\b(?:not|wrong|incorrect|inaccurate|false|untrue|outdated|out\s+of|n't)\b", re.I)
+_THATS_RIGHT_WORDS = re.compile(
+    r"\b(?:not|wrong|incorrect|inaccurate|false|untrue|outdated|out\s+of)\b|n't\b", re.I
+)
 
 
 def detect_correction(text: str) -> CorrectionIntent | None:
@@ -797,26 +823,26 @@ def detect_correction(text: str) -> CorrectionIntent | None:
     """
     clauses = _clauses(text, retraction=False)
     for index, clause in enumerate(clauses):
-        if clause.question and not clause.text.lower().startswith(("actually", "correction")):
+        if clause.question:
             continue
         body = clause.text
         for cue, pattern in _CUE_PATTERNS:
             match = pattern.match(body)
             if match is None:
                 continue
-            if cue == "that's not right" and not _THATS_RIGHT_WORDS.search(body[: match.start("s")]):
+            if cue == "that's not right" and not _THATS_RIGHT_WORDS.search(
+                body[: match.start("s")]
+            ):
                 continue
             rest = _payload(next((g for g in match.groups() if g), ""))
             if not rest and cue != "actually":
                 rest = _next_statement(clauses, index)
-            if cue == "actually" and (clause.question or len(rest.split()) < 2):
+            if cue == "actually" and len(rest.split()) < 2:
                 break
             if cue == "i meant" and re.match(r"^to\s", rest, re.I):
                 break
             statement, negated = _split_negation(rest) if rest else (None, None)
             return CorrectionIntent(statement=statement, negated=negated, cue=cue)
-        if clause.question:
-            continue
         found = _implicit_correction(body)
         if found is not None:
             return found
@@ -853,20 +879,19 @@ def _implicit_correction(body: str) -> CorrectionIntent | None:
     used = _USED_TO.match(body)
     if used:
         subject, old, new = used.group("subj"), used.group("old"), _payload(used.group("new"))
-        negated = f"{subject} {_conjugate_for(subject, old)}"
+        was = f"{subject} {_conjugate_for(subject, old)}"
         if not new or _STOPPED.match(new):
             return CorrectionIntent(
                 statement=f"{subject} no longer {_conjugate_for(subject, old)}",
-                negated=negated,
+                negated=was,
                 cue="used to",
             )
         if not _SUBJECT_START.match(new):
             new = f"{subject} {new}"
-        return CorrectionIntent(statement=new, negated=negated, cue="used to")
-    if _ANYMORE.search(body):
-        statement, negated = _split_negation(body)
-        return CorrectionIntent(statement=statement, negated=negated, cue="not anymore")
+        return CorrectionIntent(statement=new, negated=was, cue="used to")
     statement, negated = _split_negation(body)
+    if _ANYMORE.search(body):
+        return CorrectionIntent(statement=statement, negated=negated, cue="not anymore")
     if negated is not None:
         return CorrectionIntent(statement=statement, negated=negated, cue="not")
     if _CHANGED.search(body) and re.search(r"\b(?:my|our|i|we)\b", body, re.IGNORECASE):
@@ -953,7 +978,7 @@ def _tidy(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-_THIRD_SINGULAR_SUBJECT = re.compile(r"^(?:he|she|it|[A-Z][\w'-]*(?:'s\s+\w+)?)$")
+_PLURAL_PRONOUNS: Final = frozenset({"i", "we", "they", "you", "these", "those"})
 _IRREGULAR_3SG: Final = {
     "be": "is",
     "am": "is",
@@ -962,9 +987,18 @@ _IRREGULAR_3SG: Final = {
     "have": "has",
     "do": "does",
     "go": "goes",
+    "don't": "doesn't",
+    "dont": "doesn't",
+    "haven't": "hasn't",
+    "aren't": "isn't",
 }
-_MODALS: Final = frozenset(
-    {"can", "could", "will", "would", "shall", "should", "may", "might", "must", "was", "is", "has"}
+_UNCHANGED_VERBS: Final = _words(
+    """can could will would shall should may might must was is has can't couldn't won't
+    wouldn't shouldn't mustn't didn't wasn't hasn't used got went had did made said saw came
+    took gave knew thought told felt left met ran ate bought brought began became found kept
+    lost paid sent sold spent won wrote forgot broke chose drove flew grew heard held hurt
+    led let put read rode sang sat slept spoke stood swam taught threw understood woke wore
+    quit cut set shut hit cost became fell forgave hid meant""",
 )
 
 
@@ -976,7 +1010,7 @@ def third_person_singular(verb: str) -> str:
     low = verb.lower()
     if low in _IRREGULAR_3SG:
         return _IRREGULAR_3SG[low]
-    if low in _MODALS or not low.isalpha() or (low.endswith("ed") and len(low) > 3):
+    if low in _UNCHANGED_VERBS or not low.isalpha() or (low.endswith("ed") and len(low) > 3):
         return verb
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return verb + "es"
@@ -990,9 +1024,23 @@ def _conjugate_first(phrase: str) -> str:
     return f"{third_person_singular(head)} {tail}".strip()
 
 
+def _is_third_singular(subject: str) -> bool:
+    """Whether ``subject`` takes "loves" rather than "love": he, she, it, a name, "my sister"."""
+    subject = subject.strip()
+    low = subject.lower()
+    if not subject or low in _PLURAL_PRONOUNS or re.search(r"\band\b", low):
+        return False
+    if low in {"he", "she", "it"}:
+        return True
+    possessive = re.fullmatch(r"(?:my|our|his|her|their|your)\s+([\w'-]+)", low)
+    if possessive:
+        return not possessive.group(1).endswith("s") or possessive.group(1).endswith("ss")
+    return subject[0].isupper() and len(subject.split()) <= 3
+
+
 def _conjugate_for(subject: str, phrase: str) -> str:
-    """The verb phrase agreeing with ``subject`` (only he/she/names change)."""
-    if _THIRD_SINGULAR_SUBJECT.match(subject.strip()) and subject.strip().lower() != "i":
+    """The verb phrase agreeing with ``subject`` (only third-person singular changes)."""
+    if _is_third_singular(subject):
         return _conjugate_first(phrase)
     return phrase.strip()
 
@@ -1010,13 +1058,25 @@ _PERSON_NOUNS = (
 )
 _ROLES = r"boss|manager|doctor|dentist|therapist|physio|teacher|coach|trainer|lawyer|accountant"
 _BARE_KIN = re.compile(rf"(?<![\w'-])(?P<ref>{_KIN_NAMES})(?![\w-])", re.IGNORECASE)
-_THE_ROLE = re.compile(rf"\b(?P<ref>the\s+(?:{_ROLES}))\b", re.IGNORECASE)
+_THE_ROLE = re.compile(
+    rf"(?:^|\b(?:and|but|so|because|when|if|since)\s+)(?P<ref>the\s+(?:{_ROLES}))\b",
+    re.IGNORECASE,
+)
+_NOT_NAMES_AT_START: Final = frozenset(
+    _words(
+        """the she he they we it i yesterday today tonight tomorrow so and but apparently also
+    then when now my our your her his their this that there what why how who where did does
+    do is are was were will would can could should please ok okay oh"""
+    )
+)
 _PRONOUN_POSSESSIVE = re.compile(
     rf"\b(?P<ref>(?:his|her|their)\s+(?:{_PERSON_NOUNS}))\b", re.IGNORECASE
 )
 _DETERMINERS: Final = frozenset(
-    """my your his her their our the a an this that these those whose every no one's own
-    any some each step""".split()
+    _words(
+        """my your his her their our the a an this that these those whose every no one's own
+    any some each step"""
+    )
 )
 _KIN_COMPOUNDS = re.compile(
     rf"^(?:{_KIN_NAMES})(?:'s\s+day|\s+(?:nature|tongue|ship|earth|jeans|jokes?|bod|board|land"
@@ -1061,11 +1121,22 @@ def _ambiguous_in(sentence: str) -> str | None:
     if role:
         return role.group("ref")
     for match in _PRONOUN_POSSESSIVE.finditer(sentence):
-        before = sentence[: match.start()]
-        named = re.search(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+", before)
-        if named is None:
+        if not _names_someone(sentence[: match.start()]):
             return match.group("ref")
     return None
+
+
+def _names_someone(text: str) -> bool:
+    """Whether ``text`` contains a capitalised name an "her"/"his" could refer back to."""
+    words = re.findall(r"[\w'-]+", text)
+    for position, word in enumerate(words):
+        bare = word.removesuffix("'s")
+        if not bare[:1].isupper() or bare == "I":
+            continue
+        if position == 0 and bare.lower() in _NOT_NAMES_AT_START:
+            continue
+        return True
+    return False
 
 
 def _bare_kin_is_ambiguous(sentence: str, start: int, end: int) -> bool:
@@ -1086,7 +1157,8 @@ def _bare_kin_is_ambiguous(sentence: str, start: int, end: int) -> bool:
         return False  # vocative opening: "Mom, are you coming?"
     if re.search(r",\s*$", before) and re.match(r"^\s*[.!?]*\s*$", after):
         return False  # vocative closing: "thanks, Dad!"
-    return not (not before and not re.match(r"^\s*[\w']", after))
+    # The word alone ("Mom!") is a call, not a statement about anyone.
+    return bool(before) or re.match(r"^\s*[\w']", after) is not None
 
 
 # --- everything at once -----------------------------------------------------------------------

@@ -196,6 +196,8 @@ class Provenance(BaseModel):
 
     thread_id: str | None = None
     message_ids: list[str] = Field(default_factory=list)
+    #: Who said it, so erasing a user also erases circle-level memories only they stated.
+    speaker_id: str | None = None
     calendar_event_id: str | None = None
     source: Literal["conversation", "explicit", "correction", "calendar", "import", "operator"] = (
         "conversation"

@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,18 +44,19 @@ from memory.search.fusion import (  # noqa: E402
     FusionConfig,
     FusionMethod,
     fuse,
+    fuse_arrays,
     top_n,
 )
 from memory.search.text import CHAT_STOPWORDS, ENGLISH_STOPWORDS, tokenize  # noqa: E402
-from memory.search.vector import VectorIndex  # noqa: E402
+from memory.search.vector import VectorIndex, cosine_scores, top_k_indices  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo-dev.json"
 KS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 #: Lucene's classic 33-word English list, to reproduce the README's stopword comparison.
-LUCENE_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
-)
+_LUCENE_STOPWORDS_TEXT = """a an and are as at be but by for if in into is it no not of on or such
+that the their then there these they this to was will with"""
+LUCENE_STOPWORDS = frozenset(_LUCENE_STOPWORDS_TEXT.split())
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 
 
@@ -155,25 +156,31 @@ Tokenizer = Callable[[str], list[str]]
 
 
 @dataclass(frozen=True)
-class Setup:
-    """One document format and keyword tokenizer, with every leg score precomputed."""
+class Scored:
+    """Both legs' scores of every turn of the question's conversation (aligned arrays)."""
 
-    label: str
-    dense: list[dict[str, float]]
-    keyword: list[dict[str, float]]
+    ids: list[str]
+    dense: npt.NDArray[np.float32]
+    keyword: npt.NDArray[np.float32]
+
+    def leg(self, depth: int, which: str) -> dict[str, float]:
+        """One leg truncated to its top-``depth`` hits, as a database leg returns them."""
+        scores = self.dense if which == "dense" else self.keyword
+        best = top_k_indices(scores, depth)
+        if which == "keyword":
+            best = best[scores[best] > 0]
+        return {self.ids[i]: float(scores[i]) for i in best}
 
 
-def build_setup(
-    label: str,
+def score_all(
     corpora: list[list[Turn]],
     questions: list[Question],
     question_vectors: npt.NDArray[np.float32],
     doc_vectors: list[npt.NDArray[np.float32]],
     keyword_format: DocFormat,
     tokenizer: Tokenizer,
-    depth: int,
-) -> Setup:
-    """Each leg's top-``depth`` hits per question, as a real retriever would return them."""
+) -> list[Scored]:
+    """Every turn scored by both legs, per question, with the modules under test."""
     indexes: list[tuple[VectorIndex, BM25Index]] = []
     for turns, vectors in zip(corpora, doc_vectors, strict=True):
         vector_index = VectorIndex(vectors.shape[1])
@@ -181,36 +188,68 @@ def build_setup(
         bm25 = BM25Index(tokenizer=tokenizer)
         bm25.add_many((t.dia_id, keyword_format.render(t)) for t in turns)
         indexes.append((vector_index, bm25))
-    dense: list[dict[str, float]] = []
-    keyword: list[dict[str, float]] = []
+    out: list[Scored] = []
     for question, vector in zip(questions, question_vectors, strict=True):
         vector_index, bm25 = indexes[question.sample]
-        dense.append(dict(vector_index.top_k(vector, depth)))
-        keyword.append(dict(bm25.top_k(question.text, depth)))
-    return Setup(label, dense, keyword)
+        ids = vector_index.ids
+        dense = cosine_scores(vector_index.matrix, vector)
+        out.append(Scored(ids, dense, bm25.score_array(question.text, ids)))
+    return out
 
 
-def run_method(
-    setup: Setup,
-    questions: list[Question],
-    method: Callable[[Mapping[str, float], Mapping[str, float]], Mapping[str, float]],
-) -> Result:
+Method = Callable[[Scored], Sequence[str]]
+#: Plain reciprocal rank fusion: both legs weigh the same.
+RRF = FusionConfig(FusionMethod.RRF, dense_weight=1.0, keyword_weight=1.0)
+W64 = FusionConfig(FusionMethod.WEIGHTED, dense_weight=0.6, keyword_weight=0.4)
+
+
+def truncated(config: FusionConfig, depth: int) -> Method:
+    """Fusion of the legs' top-``depth`` hits (memory.retrieval's path)."""
+
+    def run(scored: Scored) -> Sequence[str]:
+        fused = fuse(scored.leg(depth, "dense"), scored.leg(depth, "keyword"), config)
+        return [doc_id for doc_id, _ in top_n(fused, max(KS))]
+
+    return run
+
+
+def full(config: FusionConfig) -> Method:
+    """Fusion over every candidate (aligned arrays, memory.search.fusion.fuse_arrays)."""
+
+    def run(scored: Scored) -> Sequence[str]:
+        fused = fuse_arrays(scored.dense, scored.keyword, config)
+        return [scored.ids[i] for i in top_k_indices(fused, max(KS))]
+
+    return run
+
+
+def single(which: str) -> Method:
+    def run(scored: Scored) -> Sequence[str]:
+        return list(scored.leg(max(KS), which))
+
+    return run
+
+
+def evaluate(scored: list[Scored], questions: list[Question], method: Method) -> Result:
     result = Result()
-    for question, dense, keyword in zip(questions, setup.dense, setup.keyword, strict=True):
-        ranked = [doc_id for doc_id, _ in top_n(method(dense, keyword), max(KS))]
-        result.add(question, ranked)
+    for question, item in zip(questions, scored, strict=True):
+        result.add(question, method(item))
     return result
 
 
-def methods(weights: Sequence[float]) -> dict[str, Callable[..., Mapping[str, float]]]:
-    table: dict[str, Callable[..., Mapping[str, float]]] = {
-        "bm25": lambda dense, keyword: keyword,
-        "dense": lambda dense, keyword: dense,
-        "rrf k=60": partial(fuse, config=FusionConfig(method=FusionMethod.RRF)),
+def methods(weights: Sequence[float], depth: int) -> dict[str, Method]:
+    table: dict[str, Method] = {
+        "bm25": single("keyword"),
+        "dense": single("dense"),
+        f"rrf k=60, top-{depth} legs": truncated(RRF, depth),
+        "rrf k=60, all scored": full(RRF),
     }
     for w in weights:
         config = FusionConfig(FusionMethod.WEIGHTED, dense_weight=w, keyword_weight=1 - w)
-        table[f"weighted {w:.1f}/{1 - w:.1f}"] = partial(fuse, config=config)
+        table[f"weighted {w:.1f}/{1 - w:.1f}, top-{depth} legs"] = truncated(config, depth)
+    for w in weights:
+        config = FusionConfig(FusionMethod.WEIGHTED, dense_weight=w, keyword_weight=1 - w)
+        table[f"weighted {w:.1f}/{1 - w:.1f}, all scored"] = full(config)
     return table
 
 
@@ -274,86 +313,104 @@ def measure_latency(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--leg-depth", type=int, default=100, help="hits taken from each leg")
-    parser.add_argument("--quick", action="store_true", help="main variants only")
+    parser.add_argument(
+        "--leg-depth", type=int, default=50, help="hits per leg (memory.retrieval's leg_k)"
+    )
+    parser.add_argument("--quick", action="store_true", help="main grid only")
     args = parser.parse_args()
+    depth = args.leg_depth
 
     corpora, questions = load(args.data)
     embedder = OnnxMiniLMEmbedder()
     start = time.perf_counter()
     question_vectors = embedder.embed_sync([q.text for q in questions])
-    formats = [DocFormat(date=False), DocFormat(date=True)]
-    if not args.quick:
-        formats += [DocFormat(date=True, caption=True), DocFormat(date=False, caption=True)]
-    vectors: dict[DocFormat, list[npt.NDArray[np.float32]]] = {
-        f: [embedder.embed_sync([f.render(t) for t in turns]) for turns in corpora]
-        for f in formats
+    date, nodate = DocFormat(date=True), DocFormat(date=False)
+    date_caption = DocFormat(date=True, caption=True)
+    formats = [nodate, date] if args.quick else [nodate, date, date_caption]
+    vectors = {
+        f: [embedder.embed_sync([f.render(t) for t in turns]) for turns in corpora] for f in formats
     }
-    n_turns = sum(len(t) for t in corpora)
     print(
-        f"{len(corpora)} conversations, {n_turns} turns, {len(questions)} questions; "
-        f"embedded in {time.perf_counter() - start:.1f} s; leg depth {args.leg_depth}\n"
+        f"{len(corpora)} conversations, {sum(map(len, corpora))} turns, "
+        f"{len(questions)} questions (categories 1-4 with evidence); "
+        f"embedded in {time.perf_counter() - start:.1f} s\n"
     )
 
-    porter = partial(tokenize, stem=True)
-    plain = partial(tokenize, stem=False)
-    lucene = partial(tokenize, stopwords=LUCENE_STOPWORDS, stem=True)
-    chat = partial(tokenize, stopwords=ENGLISH_STOPWORDS | CHAT_STOPWORDS, stem=True)
+    porter: Tokenizer = tokenize
     weights = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-    date, nodate = DocFormat(date=True), DocFormat(date=False)
-    # (label, dense-side format, keyword-side format, tokenizer)
-    grid: list[tuple[str, DocFormat, DocFormat, Tokenizer]] = [
-        ("nodate", nodate, nodate, porter),
-        ("date", date, date, porter),
-    ]
-    if not args.quick:
-        grid += [
-            ("date, no stemming", date, date, plain),
-            ("date, 33 stopwords", date, date, lucene),
-            ("date, +chat stopwords", date, date, chat),
-            ("date in BM25 only", nodate, date, porter),
-            ("date+caption", DocFormat(True, caption=True), DocFormat(True, caption=True), porter),
-            ("date, caption in BM25 only", date, DocFormat(True, caption=True), porter),
-            ("date, no speaker in BM25", date, DocFormat(True, speaker=False), porter),
-        ]
     rows: list[tuple[str, str, Result]] = []
     results: dict[tuple[str, str], Result] = {}
-    for label, dense_format, keyword_format, tokenizer in grid:
-        setup = build_setup(
-            label,
-            corpora,
-            questions,
-            question_vectors,
-            vectors[dense_format],
-            keyword_format,
-            tokenizer,
-            args.leg_depth,
+    for label, doc_format in (("no date", nodate), ("date", date)):
+        scored = score_all(
+            corpora, questions, question_vectors, vectors[doc_format], doc_format, porter
         )
-        main_grid = label in ("nodate", "date")
-        for name, method in methods(weights if main_grid else (0.5, 0.6)).items():
-            if not main_grid and name in ("dense",) and dense_format in (date, nodate):
-                continue
-            result = run_method(setup, questions, method)
+        for name, method in methods(weights, depth).items():
+            result = evaluate(scored, questions, method)
             rows.append((label, name, result))
             results[(label, name)] = result
+    print("Main grid (keyword side: 179 stopwords + Porter stemming; speaker name in text):\n")
     print_table(rows)
-    for key in [("date", "weighted 0.6/0.4"), ("date", "bm25"), ("date", "rrf k=60")]:
+
+    recommended = f"weighted 0.5/0.5, top-{depth} legs"
+    for key in (
+        ("date", recommended),
+        ("date", "weighted 0.6/0.4, all scored"),
+        ("date", f"weighted 0.6/0.4, top-{depth} legs"),
+        ("date", f"rrf k=60, top-{depth} legs"),
+        ("date", "bm25"),
+        ("date", "dense"),
+        ("no date", recommended),
+    ):
         print_categories(f"{key[0]} / {key[1]}", results[key])
 
-    print("\nLatency of one query (embed + cosine top-N + BM25 top-N + fusion + top-10):")
+    if not args.quick:
+        plain = partial(tokenize, stem=False)
+        lucene = partial(tokenize, stopwords=LUCENE_STOPWORDS)
+        chat = partial(tokenize, stopwords=ENGLISH_STOPWORDS | CHAT_STOPWORDS)
+        variants: list[tuple[str, DocFormat, DocFormat, Tokenizer]] = [
+            ("date (baseline)", date, date, porter),
+            ("no stemming", date, date, plain),
+            ("33 stopwords", date, date, lucene),
+            ("+ chat stopwords", date, date, chat),
+            ("date in BM25 only", nodate, date, porter),
+            ("no speaker in BM25", date, DocFormat(date=True, speaker=False), porter),
+            ("photo caption, both legs", date_caption, date_caption, porter),
+            ("photo caption, BM25 only", date, date_caption, porter),
+        ]
+        picked = {
+            "bm25": single("keyword"),
+            "weighted 0.5/0.5 top-legs": truncated(FusionConfig(), depth),
+            "weighted 0.6/0.4 top-legs": truncated(W64, depth),
+            "weighted 0.6/0.4 all": full(W64),
+        }
+        variant_rows: list[tuple[str, str, Result]] = []
+        for label, dense_format, keyword_format, tokenizer in variants:
+            scored = score_all(
+                corpora,
+                questions,
+                question_vectors,
+                vectors[dense_format],
+                keyword_format,
+                tokenizer,
+            )
+            for name, method in picked.items():
+                variant_rows.append((label, name, evaluate(scored, questions, method)))
+        print("\nCheap keyword-side and document variants (all with the date prefix):\n")
+        print_table(variant_rows)
+
+    print(f"\nLatency of one query (embed + cosine top-{depth} + BM25 top-{depth} + fusion +")
+    print("top-10), over the date-prefixed turns; larger sets repeat the five conversations:")
     largest = max(range(len(corpora)), key=lambda i: len(corpora[i]))
     all_turns = [t for turns in corpora for t in turns]
     all_vectors = np.concatenate(vectors[date])
-    config = FusionConfig()
+    config = FusionConfig()  # the default: weighted, 0.5/0.5
     texts = [q.text for q in questions]
     for turns, vecs, copies in (
         (corpora[largest], vectors[date][largest], 1),
         (all_turns, all_vectors, 4),
         (all_turns, all_vectors, 36),
     ):
-        n, p50, p95 = measure_latency(
-            embedder, turns, vecs, texts, date, config, args.leg_depth, copies
-        )
+        n, p50, p95 = measure_latency(embedder, turns, vecs, texts, date, config, depth, copies)
         print(f"  {n:>6} documents: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 

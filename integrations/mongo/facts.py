@@ -220,5 +220,10 @@ class MongoFactStore:
         doc = await self._facts.find_one({"_id": fact_id})
         return fact_from_doc(doc) if doc else None
 
+    async def owned_by(self, user_id: str) -> list[Fact]:
+        """Every fact of a user's, or stated by them (for erasure and export jobs)."""
+        query = {"$or": [{"owner_user_id": user_id}, {"provenance.speaker_id": user_id}]}
+        return [fact_from_doc(d) async for d in self._facts.find(query, NO_EMBEDDING)]
+
     async def all_for_audit(self) -> list[Fact]:
         return [fact_from_doc(d) async for d in self._facts.find({}, NO_EMBEDDING)]

@@ -12,16 +12,17 @@ from memory.search.fusion import (
     MemorySignals,
     blend,
     fuse,
+    fuse_arrays,
+    min_max_array,
     min_max_normalise,
     rrf_fusion,
     top_n,
     weighted_fusion,
 )
-from memory.search.text import ENGLISH_STOPWORDS, porter_stem, tokenize
-from memory.search.vector import VectorIndex, cosine_scores, top_k_cosine
+from memory.search.text import porter_stem, tokenize
+from memory.search.vector import VectorIndex, cosine_scores, top_k_cosine, top_k_indices
 
 __all__ = [
-    "ENGLISH_STOPWORDS",
     "BM25Index",
     "BlendConfig",
     "FusionConfig",
@@ -31,11 +32,14 @@ __all__ = [
     "blend",
     "cosine_scores",
     "fuse",
+    "fuse_arrays",
+    "min_max_array",
     "min_max_normalise",
     "porter_stem",
     "rrf_fusion",
     "tokenize",
     "top_k_cosine",
+    "top_k_indices",
     "top_n",
     "weighted_fusion",
 ]

@@ -214,9 +214,7 @@ class BM25Index:
     def score_array(self, query: str, doc_ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Scores aligned with ``doc_ids`` (0 for unknown ids), for array-based fusion."""
         scores = self._score_slots(self.query_terms(query))
-        slots = np.fromiter(
-            (self._slot_of.get(doc_id, -1) for doc_id in doc_ids), dtype=np.int64
-        )
+        slots = np.fromiter((self._slot_of.get(doc_id, -1) for doc_id in doc_ids), dtype=np.int64)
         out = np.zeros(len(doc_ids), dtype=np.float32)
         known = slots >= 0
         out[known] = scores[slots[known]]

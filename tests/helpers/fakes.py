@@ -68,3 +68,44 @@ class SlowEmbedder(HashEmbedder):
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         await asyncio.sleep(self.delay)
         return await super().embed(texts)
+
+
+class ScriptedLLM:
+    """An LLM whose answers are scripted per task: a callable ``ctx -> response`` or a
+    list of responses (popped in order); an Exception instance is raised instead."""
+
+    def __init__(self, **scripts: object) -> None:
+        from memory.llm import Usage
+
+        self.scripts = dict(scripts)
+        self._usage = Usage()
+        self.seen: list[tuple[str, object]] = []
+
+    @property
+    def offline(self) -> bool:
+        return False
+
+    @property
+    def usage(self):  # type: ignore[no-untyped-def]
+        return self._usage
+
+    async def run(self, task, ctx):  # type: ignore[no-untyped-def]
+        self._usage.record(task.name)
+        self.seen.append((task.name, ctx))
+        script = self.scripts.get(task.name)
+        if script is None:
+            return task.response_model()
+        answer = script.pop(0) if isinstance(script, list) else script
+        if callable(answer):
+            answer = answer(ctx)
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, dict):
+            return task.response_model.model_validate(answer)
+        return answer
+
+    async def chat(self, messages, tools, run_tool, *, fallback=None):  # type: ignore[no-untyped-def]
+        from memory.llm import ChatOutcome
+
+        self._usage.record("chat")
+        return ChatOutcome(text="ok")

@@ -1,0 +1,26 @@
+"""``alfred bench …``: benchmarks that print figures (never timed tests).
+
+Each benchmark module defines ``register(app)``; with ``--json`` the last line on stdout
+is one JSON object, and progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Measure retrieval quality and speed, formation throughput and the reply path.",
+    no_args_is_help=True,
+)
+
+for _name in ("locomo", "retrieval", "formation", "bot"):
+    try:
+        module = importlib.import_module(f"bot.bench.{_name}")
+    except ModuleNotFoundError as exc:  # a benchmark not written yet
+        if exc.name != f"bot.bench.{_name}":
+            raise
+        continue
+    module.register(bench_app)

@@ -1,0 +1,237 @@
+"""Circles, users and threads in MongoDB, and the viewer a person is in a thread.
+
+Ids are Telegram's, as strings: a user's id is their Telegram user id, a circle's and a
+thread's the Telegram chat id (negative for groups; a DM's chat id is the user's id).
+Membership lives on the circle (``member_ids``); a viewer's circles are read at the
+moment of each read, so someone who leaves a circle stops seeing it at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
+from memory.ids import new_id
+from memory.models import Circle, Thread, ThreadKind, User, Viewer
+
+Document = dict[str, Any]
+
+
+def thread_from_doc(doc: Document) -> Thread:
+    return Thread(
+        id=str(doc["_id"]),
+        kind=ThreadKind(doc["kind"]),
+        circle_id=doc.get("circle_id"),
+        user_id=doc.get("user_id"),
+        telegram_chat_id=doc.get("telegram_chat_id"),
+        title=doc.get("title"),
+    )
+
+
+def circle_from_doc(doc: Document) -> Circle:
+    return Circle(
+        id=str(doc["_id"]),
+        title=doc.get("title"),
+        telegram_chat_id=doc.get("telegram_chat_id"),
+        member_ids=list(doc.get("member_ids", [])),
+        archived_at=doc.get("archived_at"),
+        created_at=doc["created_at"],
+    )
+
+
+def user_from_doc(doc: Document) -> User:
+    return User(
+        id=str(doc["_id"]),
+        telegram_user_id=doc.get("telegram_user_id"),
+        name=doc.get("name") or str(doc["_id"]),
+        username=doc.get("username"),
+        created_at=doc["created_at"],
+    )
+
+
+class SessionTick:
+    """What touching a thread tells the caller about its session and formation counters."""
+
+    def __init__(self, session_id: str, new_session: bool, previous_session_id: str | None):
+        self.session_id = session_id
+        self.new_session = new_session
+        self.previous_session_id = previous_session_id
+
+
+class MongoDirectory:
+    """Users, circles (with membership) and threads."""
+
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._users = db[USERS]
+        self._circles = db[CIRCLES]
+        self._threads = db[THREADS]
+
+    # --- users ------------------------------------------------------------------
+
+    async def upsert_user(
+        self, telegram_user_id: int, name: str, username: str | None, at: datetime
+    ) -> User:
+        doc = await self._users.find_one_and_update(
+            {"_id": str(telegram_user_id)},
+            {
+                "$set": {"name": name, "username": username, "telegram_user_id": telegram_user_id},
+                "$setOnInsert": {"created_at": at},
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        assert doc is not None
+        return user_from_doc(doc)
+
+    async def user(self, user_id: str) -> User | None:
+        doc = await self._users.find_one({"_id": user_id})
+        return user_from_doc(doc) if doc else None
+
+    async def users(self, user_ids: list[str]) -> dict[str, User]:
+        return {
+            str(d["_id"]): user_from_doc(d)
+            async for d in self._users.find({"_id": {"$in": user_ids}})
+        }
+
+    async def delete_user(self, user_id: str) -> None:
+        """Remove a user everywhere in the directory (the erase cascade's last step)."""
+        await self._circles.update_many({"member_ids": user_id}, {"$pull": {"member_ids": user_id}})
+        await self._threads.delete_many({"kind": "dm", "user_id": user_id})
+        await self._users.delete_one({"_id": user_id})
+
+    # --- circles ----------------------------------------------------------------
+
+    async def upsert_circle(self, telegram_chat_id: int, title: str | None, at: datetime) -> Circle:
+        """The circle of a group, created on first sight (and un-archived if the bot is back)."""
+        circle_id = str(telegram_chat_id)
+        doc = await self._circles.find_one_and_update(
+            {"_id": circle_id},
+            {
+                "$set": {"title": title, "telegram_chat_id": telegram_chat_id, "archived_at": None},
+                "$setOnInsert": {"created_at": at, "member_ids": []},
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        assert doc is not None
+        await self._threads.update_one(
+            {"_id": circle_id},
+            {
+                "$set": {"title": title},
+                "$setOnInsert": {
+                    "kind": ThreadKind.GROUP.value,
+                    "circle_id": circle_id,
+                    "telegram_chat_id": telegram_chat_id,
+                    "created_at": at,
+                },
+            },
+            upsert=True,
+        )
+        return circle_from_doc(doc)
+
+    async def circle(self, circle_id: str) -> Circle | None:
+        doc = await self._circles.find_one({"_id": circle_id})
+        return circle_from_doc(doc) if doc else None
+
+    async def add_member(self, circle_id: str, user_id: str) -> bool:
+        """True if the user was not a member before."""
+        result = await self._circles.update_one(
+            {"_id": circle_id}, {"$addToSet": {"member_ids": user_id}}
+        )
+        return result.modified_count > 0
+
+    async def remove_member(self, circle_id: str, user_id: str) -> bool:
+        result = await self._circles.update_one(
+            {"_id": circle_id}, {"$pull": {"member_ids": user_id}}
+        )
+        return result.modified_count > 0
+
+    async def archive_circle(self, circle_id: str, at: datetime) -> None:
+        await self._circles.update_one({"_id": circle_id}, {"$set": {"archived_at": at}})
+
+    async def archived_before(self, cutoff: datetime) -> list[Circle]:
+        cursor = self._circles.find({"archived_at": {"$ne": None, "$lt": cutoff}})
+        return [circle_from_doc(d) async for d in cursor]
+
+    async def delete_circle(self, circle_id: str) -> None:
+        await self._threads.delete_many({"circle_id": circle_id})
+        await self._circles.delete_one({"_id": circle_id})
+
+    async def circles_of(self, user_id: str) -> list[Circle]:
+        """The active (not archived) circles the user is a member of."""
+        cursor = self._circles.find({"member_ids": user_id, "archived_at": None})
+        return [circle_from_doc(d) async for d in cursor]
+
+    # --- threads and viewers ----------------------------------------------------
+
+    async def dm_thread(self, user_id: str, telegram_chat_id: int | None, at: datetime) -> Thread:
+        doc = await self._threads.find_one_and_update(
+            {"_id": user_id},
+            {
+                "$setOnInsert": {
+                    "kind": ThreadKind.DM.value,
+                    "user_id": user_id,
+                    "telegram_chat_id": telegram_chat_id,
+                    "created_at": at,
+                }
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        assert doc is not None
+        return thread_from_doc(doc)
+
+    async def thread(self, thread_id: str) -> Thread | None:
+        doc = await self._threads.find_one({"_id": thread_id})
+        return thread_from_doc(doc) if doc else None
+
+    async def viewer(self, user_id: str, thread: Thread) -> Viewer:
+        """Who ``user_id`` is in ``thread``, with their circles as of now."""
+        circles = frozenset(c.id for c in await self.circles_of(user_id))
+        return Viewer(user_id=user_id, thread=thread, circle_ids=circles)
+
+    # --- sessions and formation counters ----------------------------------------
+
+    async def touch(self, thread_id: str, at: datetime, tokens: int) -> SessionTick:
+        """Record activity: a new session after 10 idle minutes; count toward formation."""
+        doc = await self._threads.find_one({"_id": thread_id}, {"session_id": 1, "last_at": 1})
+        previous = doc.get("session_id") if doc else None
+        last_at = doc.get("last_at") if doc else None
+        cold = timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
+        new_session = previous is None or last_at is None or at - last_at >= cold
+        session_id = new_id() if new_session else str(previous)
+        update: Document = {
+            "$set": {"last_at": at, "session_id": session_id, "session_closed": False},
+            "$inc": {"pending_messages": 1, "pending_tokens": tokens},
+        }
+        await self._threads.update_one({"_id": thread_id}, update)
+        return SessionTick(session_id, new_session, str(previous) if previous else None)
+
+    async def pending(self, thread_id: str) -> tuple[int, int]:
+        """Messages and tokens journaled since the last formation request."""
+        doc = await self._threads.find_one(
+            {"_id": thread_id}, {"pending_messages": 1, "pending_tokens": 1}
+        )
+        if not doc:
+            return 0, 0
+        return int(doc.get("pending_messages", 0)), int(doc.get("pending_tokens", 0))
+
+    async def reset_pending(self, thread_id: str) -> None:
+        await self._threads.update_one(
+            {"_id": thread_id}, {"$set": {"pending_messages": 0, "pending_tokens": 0}}
+        )
+
+    async def cold_threads(self, now: datetime) -> list[tuple[Thread, str]]:
+        """Threads whose session went cold and has not been closed: (thread, session id)."""
+        cutoff = now - timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
+        cursor = self._threads.find({"session_closed": False, "last_at": {"$lte": cutoff}})
+        return [(thread_from_doc(d), str(d["session_id"])) async for d in cursor]
+
+    async def close_session(self, thread_id: str, session_id: str) -> None:
+        await self._threads.update_one(
+            {"_id": thread_id, "session_id": session_id}, {"$set": {"session_closed": True}}
+        )

@@ -1,0 +1,95 @@
+"""The message journal: raw messages kept for formation, then for a retention window."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from integrations.mongo.codec import message_from_doc, message_to_doc
+from memory.constants import MESSAGES
+from memory.models import Message, Viewer
+from memory.privacy import and_visible
+
+Document = dict[str, Any]
+
+
+class MongoJournal:
+    """``messages``: every message Alfred saw or sent, with its partition."""
+
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._messages = db[MESSAGES]
+
+    async def append(self, message: Message) -> bool:
+        """Journal a message; False if it was already there (a redelivered update)."""
+        try:
+            await self._messages.insert_one(message_to_doc(message))
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def unformed(self, thread_id: str, *, limit: int = 200) -> list[Message]:
+        """The oldest messages of a thread not yet formed into memories."""
+        cursor = (
+            self._messages.find({"thread_id": thread_id, "formed": False})
+            .sort([("created_at", ASCENDING), ("_id", ASCENDING)])
+            .limit(limit)
+        )
+        return [message_from_doc(d) async for d in cursor]
+
+    async def count_unformed(self, thread_id: str) -> int:
+        return await self._messages.count_documents({"thread_id": thread_id, "formed": False})
+
+    async def mark_formed(self, ids: Sequence[str], at: datetime) -> None:
+        if ids:
+            await self._messages.update_many(
+                {"_id": {"$in": list(ids)}}, {"$set": {"formed": True, "formed_at": at}}
+            )
+
+    async def recent(self, thread_id: str, *, limit: int = 20) -> list[Message]:
+        """The last messages of a thread, oldest first (conversation history for replies)."""
+        cursor = (
+            self._messages.find({"thread_id": thread_id})
+            .sort([("created_at", -1), ("_id", -1)])
+            .limit(limit)
+        )
+        return list(reversed([message_from_doc(d) async for d in cursor]))
+
+    async def visible(self, viewer: Viewer, *, limit: int = 0) -> list[Message]:
+        cursor = self._messages.find(and_visible(viewer)).sort("created_at", -1).limit(limit)
+        return [message_from_doc(d) async for d in cursor]
+
+    async def delete_containing(self, user_id: str, needles: Sequence[str]) -> int:
+        """Hard-delete a user's messages that mention any of ``needles`` (forget cascade)."""
+        deleted = 0
+        async for doc in self._messages.find({"user_id": user_id}, {"text": 1}):
+            text = str(doc.get("text", "")).casefold()
+            if any(n.casefold() in text for n in needles if n):
+                await self._messages.delete_one({"_id": doc["_id"]})
+                deleted += 1
+        return deleted
+
+    async def delete_by_ids(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        result = await self._messages.delete_many({"_id": {"$in": list(ids)}})
+        return result.deleted_count
+
+    async def delete_user(self, user_id: str) -> int:
+        """Every message a user wrote, and every DM message of theirs (Alfred's replies too)."""
+        result = await self._messages.delete_many(
+            {"$or": [{"user_id": user_id}, {"visibility": "dm", "owner_user_id": user_id}]}
+        )
+        return result.deleted_count
+
+    async def purge_formed_before(self, cutoff: datetime) -> int:
+        """Drop raw messages formed before ``cutoff`` (the retention window)."""
+        result = await self._messages.delete_many({"formed": True, "formed_at": {"$lt": cutoff}})
+        return result.deleted_count
+
+    async def all_for_audit(self) -> list[Message]:
+        return [message_from_doc(d) async for d in self._messages.find({})]

@@ -1,0 +1,465 @@
+"""Background memory formation: journal → facts → decisions → reflections (≤ 3 LLM calls).
+
+A formation takes the oldest unformed messages of one thread (a *batch*), and:
+
+1. asks the fast model for atomic facts (no memory context);
+2. compares each new fact with similar current facts of the same partition (cosine ≥
+   0.7) and asks for ADD / UPDATE / DELETE / NONE — skipped when nothing is similar;
+3. asks for reflections, hierarchical circle → user → session, with the current blobs,
+   recent reflections and the new facts in view.
+
+Partitions come from the thread, never from the model: in a DM everything belongs to the
+DM's owner; in a group a fact is the speaker's, or the circle's for "we/our". A decision
+may only touch a candidate it was shown, so a model cannot reach into another partition.
+
+Re-running a batch after a crash duplicates nothing: facts are unique per (partition,
+content hash), reflection ids are derived from the batch and their content, and the
+messages are marked formed only at the end. A step whose answer is malformed is skipped
+and logged with the batch id; the others still run, and nothing is marked lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory.constants import (
+    FORMATION_MIN_MESSAGES,
+    REFLECTION_MAX_WORDS,
+    UPDATE_CANDIDATE_SIMILARITY,
+)
+from memory.facts import FactWriter, clip_words
+from memory.ids import new_id
+from memory.llm import LLM, LLMOutputError
+from memory.models import (
+    Category,
+    Clarification,
+    Fact,
+    Message,
+    Partition,
+    Provenance,
+    Reflection,
+    ReflectionScope,
+    Role,
+    Thread,
+    ThreadKind,
+)
+from memory.ports import Clock, Embedder
+from memory.prompts.common import ConversationContext, JournalLine, Person
+from memory.prompts.decide_updates import (
+    DECIDE_UPDATES,
+    CandidateFact,
+    DecideUpdatesContext,
+    UpdateDecision,
+)
+from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractedFact, ExtractFactsContext
+from memory.prompts.reflect import REFLECT, ReflectContext, ScopeMemory
+from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore, SemanticMirror
+
+log = logging.getLogger(__name__)
+
+#: Similar facts shown to the model per new fact.
+CANDIDATES_PER_FACT = 3
+#: Messages formed in one batch; a longer backlog is formed batch after batch.
+BATCH_LIMIT = 100
+
+
+@dataclass
+class FormationReport:
+    """What one formation did, for logs, metrics, jobs and benchmarks."""
+
+    thread_id: str
+    batch_id: str | None = None
+    messages: int = 0
+    facts_added: int = 0
+    facts_updated: int = 0
+    facts_invalidated: int = 0
+    facts_unchanged: int = 0
+    reflections_added: int = 0
+    clarifications: int = 0
+    llm_calls: int = 0
+    skipped: str | None = None
+    failed_steps: list[str] = field(default_factory=list)
+
+
+def batch_id_for(messages: Sequence[Message]) -> str:
+    """A stable id of a batch: the same messages give the same id after a restart."""
+    digest = hashlib.sha256("|".join(m.id for m in messages).encode()).hexdigest()
+    return digest[:24]
+
+
+def to_lines(messages: Sequence[Message], names: dict[str, str]) -> list[JournalLine]:
+    return [
+        JournalLine(
+            message_id=m.id,
+            role=m.role,
+            speaker_id=m.user_id,
+            speaker_name=names.get(m.user_id or "", m.user_id) if m.role is Role.USER else "Alfred",
+            text=m.text,
+            at=m.created_at,
+        )
+        for m in messages
+    ]
+
+
+class FormationService:
+    """Forms memories of one thread at a time (the caller holds the per-thread lock)."""
+
+    def __init__(
+        self,
+        *,
+        journal: JournalStore,
+        directory: DirectoryStore,
+        facts: FactStore,
+        writer: FactWriter,
+        notes: NotesStore,
+        llm: LLM,
+        embedder: Embedder,
+        clock: Clock,
+        mirror: SemanticMirror | None = None,
+        batch_limit: int = BATCH_LIMIT,
+    ) -> None:
+        self.journal = journal
+        self.directory = directory
+        self.facts = facts
+        self.writer = writer
+        self.notes = notes
+        self.llm = llm
+        self.embedder = embedder
+        self.clock = clock
+        self.mirror = mirror
+        self.batch_limit = batch_limit
+
+    async def form_thread(
+        self, thread_id: str, *, min_messages: int = FORMATION_MIN_MESSAGES
+    ) -> FormationReport:
+        """Form the next batch of a thread; does nothing below ``min_messages`` user lines."""
+        report = FormationReport(thread_id=thread_id)
+        thread = await self.directory.thread(thread_id)
+        if thread is None:
+            report.skipped = "unknown thread"
+            return report
+        messages = await self.journal.unformed(thread_id, limit=self.batch_limit)
+        user_messages = [m for m in messages if m.role is Role.USER]
+        if len(user_messages) < min_messages:
+            report.skipped = f"{len(user_messages)} user message(s), fewer than {min_messages}"
+            return report
+        calls_before = self.llm.usage.total_calls
+        report.batch_id = batch_id_for(messages)
+        report.messages = len(messages)
+        speaker_ids = sorted({m.user_id for m in user_messages if m.user_id})
+        users = await self.directory.users(speaker_ids)
+        names = {uid: u.name for uid, u in users.items()}
+        people = [Person(id=uid, name=names.get(uid, uid)) for uid in speaker_ids]
+        lines = to_lines(messages, names)
+        now = self.clock.now()
+        conversation = ConversationContext(
+            thread_kind=thread.kind,
+            thread_owner_id=thread.user_id,
+            people=people,
+            now=now,
+            lines=lines,
+        )
+        extract_ctx = ExtractFactsContext.model_validate(conversation.model_dump())
+        extracted = await self._extract(extract_ctx, report)
+        placed = self._place(thread, extracted, user_messages, report)
+        new_texts = await self._decide_and_apply(thread, placed, report)
+        await self._reflect(thread, conversation, new_texts, user_messages, report)
+
+        await self.journal.mark_formed([m.id for m in messages], self.clock.now())
+        report.llm_calls = self.llm.usage.total_calls - calls_before
+        log.info(
+            "formation thread=%s batch=%s messages=%d added=%d updated=%d invalidated=%d "
+            "reflections=%d calls=%d failed=%s",
+            thread_id,
+            report.batch_id,
+            report.messages,
+            report.facts_added,
+            report.facts_updated,
+            report.facts_invalidated,
+            report.reflections_added,
+            report.llm_calls,
+            report.failed_steps,
+        )
+        return report
+
+    # --- step 1: facts --------------------------------------------------------------
+
+    async def _extract(
+        self, ctx: ExtractFactsContext, report: FormationReport
+    ) -> list[ExtractedFact]:
+        try:
+            return (await self.llm.run(EXTRACT_FACTS, ctx)).facts
+        except LLMOutputError as exc:
+            report.failed_steps.append("extract_facts")
+            log.warning("formation batch=%s: fact extraction skipped: %s", report.batch_id, exc)
+            return []
+
+    def _place(
+        self,
+        thread: Thread,
+        extracted: Sequence[ExtractedFact],
+        user_messages: Sequence[Message],
+        report: FormationReport,
+    ) -> list[tuple[ExtractedFact, Partition, str | None]]:
+        """Give each fact its partition from the thread and its speaker (never the model)."""
+        speakers = {m.user_id for m in user_messages if m.user_id}
+        by_message = {m.id: m.user_id for m in user_messages}
+        placed: list[tuple[ExtractedFact, Partition, str | None]] = []
+        for fact in extracted:
+            if not fact.content.strip():
+                continue
+            speaker = fact.speaker_id if fact.speaker_id in speakers else None
+            if speaker is None:
+                sources = {by_message.get(mid) for mid in fact.source_message_ids} - {None}
+                if len(sources) == 1:
+                    speaker = sources.pop()
+                elif len(speakers) == 1:
+                    speaker = next(iter(speakers))
+            if thread.kind is ThreadKind.DM:
+                assert thread.user_id is not None
+                placed.append((fact, Partition.dm(thread.user_id), thread.user_id))
+                continue
+            if fact.about == "circle":
+                assert thread.circle_id is not None
+                placed.append((fact, Partition.circle(thread.circle_id), speaker))
+                continue
+            if speaker is None:
+                log.info(
+                    "formation batch=%s: a fact with no identifiable speaker was skipped",
+                    report.batch_id,
+                )
+                continue
+            placed.append((fact, thread.partition_for(speaker), speaker))
+        return placed
+
+    # --- step 2: ADD / UPDATE / DELETE / NONE ------------------------------------------
+
+    async def _decide_and_apply(
+        self,
+        thread: Thread,
+        placed: Sequence[tuple[ExtractedFact, Partition, str | None]],
+        report: FormationReport,
+    ) -> list[str]:
+        if not placed:
+            return []
+        contents = [clip_words(f.content) for f, _, _ in placed]
+        vectors = await self.embedder.embed(contents)
+        candidates: list[CandidateFact] = []
+        allowed: dict[int, dict[str, Fact]] = {}
+        cache: dict[str, list[Fact]] = {}
+        for i, (_, partition, _) in enumerate(placed):
+            key = partition.key()
+            if key not in cache:
+                cache[key] = await self.facts.current_in_partition(partition)
+            similar = self._similar(vectors[i], cache[key])
+            allowed[i] = {fact.id: fact for fact, _ in similar}
+            candidates += [
+                CandidateFact(id=fact.id, content=fact.content, similarity=score, new_index=i)
+                for fact, score in similar
+            ]
+        decisions: dict[int, UpdateDecision] = {}
+        if candidates:
+            try:
+                answer = await self.llm.run(
+                    DECIDE_UPDATES, DecideUpdatesContext(new_facts=contents, candidates=candidates)
+                )
+                decisions = {d.new_index: d for d in answer.decisions}
+            except LLMOutputError as exc:
+                report.failed_steps.append("decide_updates")
+                log.warning(
+                    "formation batch=%s: update decisions skipped, adding (dedup applies): %s",
+                    report.batch_id,
+                    exc,
+                )
+        new_texts: list[str] = []
+        for i, (fact, partition, speaker) in enumerate(placed):
+            decision = decisions.get(i)
+            target = allowed[i].get(decision.target_id or "") if decision else None
+            action = decision.action if decision else "ADD"
+            if action in ("UPDATE", "DELETE") and target is None:
+                action = "ADD"  # a decision about a fact it was not shown is ignored
+            provenance = Provenance(
+                thread_id=thread.id, message_ids=fact.source_message_ids, speaker_id=speaker
+            )
+            if action == "NONE":
+                report.facts_unchanged += 1
+            elif action == "DELETE":
+                assert target is not None
+                if await self.facts.invalidate(target.id, at=self.clock.now(), reason="deleted"):
+                    report.facts_invalidated += 1
+            elif action == "UPDATE" and decision is not None and not decision.contradiction:
+                assert target is not None
+                merged = decision.content or contents[i]
+                if await self.writer.reword(target.id, merged, reason="refined"):
+                    report.facts_updated += 1
+                    new_texts.append(merged)
+            elif action == "UPDATE":
+                assert target is not None
+                await self._contradiction(
+                    thread, fact, partition, provenance, target, speaker, report
+                )
+                new_texts.append(contents[i])
+            else:
+                stored = await self.writer.add_many(
+                    [(contents[i], fact.category, fact.importance, partition, provenance)]
+                )
+                for stored_fact, created in stored:
+                    if created:
+                        report.facts_added += 1
+                        new_texts.append(stored_fact.content)
+                        if self.mirror is not None:
+                            await self.mirror.mirror(stored_fact)
+                    else:
+                        report.facts_unchanged += 1
+        return new_texts
+
+    def _similar(self, vector: np.ndarray, existing: Sequence[Fact]) -> list[tuple[Fact, float]]:
+        usable = [
+            f for f in existing if f.embedding is not None and len(f.embedding) == len(vector)
+        ]
+        if not usable:
+            return []
+        matrix = np.asarray([f.embedding for f in usable], dtype=np.float32)
+        scores = matrix @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-scores)[:CANDIDATES_PER_FACT]
+        return [
+            (usable[int(i)], float(scores[int(i)]))
+            for i in order
+            if scores[int(i)] >= UPDATE_CANDIDATE_SIMILARITY
+        ]
+
+    async def _contradiction(
+        self,
+        thread: Thread,
+        fact: ExtractedFact,
+        partition: Partition,
+        provenance: Provenance,
+        old: Fact,
+        speaker: str | None,
+        report: FormationReport,
+    ) -> None:
+        """The newest statement wins at once; the old fact stays as history, and the
+        person is asked the next time they speak in this partition."""
+        now = self.clock.now()
+        await self.facts.invalidate(old.id, at=now, reason="contradicted")
+        report.facts_invalidated += 1
+        stored = await self.writer.add_many(
+            [(clip_words(fact.content), fact.category, fact.importance, partition, provenance)]
+        )
+        new_fact = stored[0][0] if stored else None
+        if stored and stored[0][1]:
+            report.facts_added += 1
+        owner = partition.owner_user_id or speaker
+        if owner is None or new_fact is None:
+            return
+        question = f'I thought "{old.content}" — has that changed?'
+        clarification = Clarification(
+            id=hashlib.sha256(f"{old.id}|{new_fact.id}".encode()).hexdigest()[:24],
+            user_id=owner,
+            partition=partition,
+            question=question,
+            kind="contradiction",
+            fact_id=new_fact.id,
+            proposed_content=old.id,
+            created_at=now,
+        )
+        if await self.notes.add_clarification(clarification):
+            report.clarifications += 1
+
+    # --- step 3: reflections ------------------------------------------------------------
+
+    async def _scope_memory(
+        self, scope: ReflectionScope, partition: Partition | None, session_id: str | None
+    ) -> ScopeMemory:
+        if partition is None:
+            return ScopeMemory()
+        blob = await self.notes.blob(scope, partition, session_id)
+        recent = await self.notes.unabsorbed(scope, partition, session_id)
+        return ScopeMemory(
+            blob=blob.content if blob else None, recent=[r.content for r in recent[-8:]]
+        )
+
+    async def _reflect(
+        self,
+        thread: Thread,
+        conversation: ConversationContext,
+        new_facts: list[str],
+        user_messages: Sequence[Message],
+        report: FormationReport,
+    ) -> None:
+        session_id = user_messages[-1].session_id
+        speaker = user_messages[-1].user_id
+        if thread.kind is ThreadKind.GROUP:
+            assert thread.circle_id is not None
+            circle_p: Partition | None = Partition.circle(thread.circle_id)
+            session_p = Partition.circle(thread.circle_id)
+            user_p = Partition.member(thread.circle_id, speaker) if speaker else None
+        else:
+            assert thread.user_id is not None
+            circle_p = None
+            session_p = Partition.dm(thread.user_id)
+            user_p = Partition.dm(thread.user_id)
+        ctx = ReflectContext.model_validate(
+            {
+                **conversation.model_dump(),
+                "new_facts": new_facts,
+                "circle": await self._scope_memory(ReflectionScope.CIRCLE, circle_p, None),
+                "user": await self._scope_memory(ReflectionScope.USER, user_p, None),
+                "session": await self._scope_memory(ReflectionScope.SESSION, session_p, session_id),
+            }
+        )
+        try:
+            answer = await self.llm.run(REFLECT, ctx)
+        except LLMOutputError as exc:
+            report.failed_steps.append("reflect")
+            log.warning("formation batch=%s: reflections skipped: %s", report.batch_id, exc)
+            return
+        speakers = {m.user_id for m in user_messages if m.user_id}
+        now = self.clock.now()
+        for item in answer.reflections:
+            content = clip_words(item.content, REFLECTION_MAX_WORDS)
+            if not content:
+                continue
+            scope = item.scope
+            partition: Partition
+            if scope is ReflectionScope.CIRCLE and thread.kind is ThreadKind.GROUP:
+                assert thread.circle_id is not None
+                partition = Partition.circle(thread.circle_id)
+            elif scope is ReflectionScope.SESSION:
+                partition = session_p
+            else:
+                scope = ReflectionScope.USER
+                if thread.kind is ThreadKind.DM:
+                    assert thread.user_id is not None
+                    partition = Partition.dm(thread.user_id)
+                else:
+                    about = item.about_user_id if item.about_user_id in speakers else speaker
+                    if about is None:
+                        continue
+                    partition = thread.partition_for(about)
+            reflection = Reflection(
+                id=hashlib.sha256(
+                    f"{report.batch_id}|{scope.value}|{partition.key()}|{content}".encode()
+                ).hexdigest()[:24],
+                content=content,
+                scope=scope,
+                partition=partition,
+                thread_id=thread.id,
+                session_id=session_id if scope is ReflectionScope.SESSION else None,
+                created_at=now,
+            )
+            if await self.notes.add_reflection(reflection):
+                report.reflections_added += 1
+
+
+def new_reflection_id() -> str:
+    """Ids for reflections written outside formation (operator notes, imports)."""
+    return new_id()
+
+
+__all__ = ["Category", "FormationReport", "FormationService", "batch_id_for"]

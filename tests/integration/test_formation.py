@@ -1,0 +1,341 @@
+"""Formation, consolidation and the always-in-context block on the real database,
+with a scripted model so each rule is checked exactly."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo.directory import MongoDirectory
+from integrations.mongo.facts import MongoFactStore
+from integrations.mongo.journal import MongoJournal
+from integrations.mongo.notes import MongoNotes
+from memory.always import AlwaysInContext
+from memory.clock import ManualClock
+from memory.consolidation import ConsolidationService
+from memory.facts import FactWriter
+from memory.formation import FormationService
+from memory.llm import LLMOutputError
+from memory.models import Partition, Reflection, ReflectionScope, Thread
+from memory.prompts.decide_updates import DecideUpdatesContext
+from tests.helpers.fakes import HashEmbedder, ScriptedLLM
+from tests.helpers.journal import conversation
+
+NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+
+
+class World:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]], llm: ScriptedLLM) -> None:
+        self.clock = ManualClock(NOW)
+        self.directory = MongoDirectory(db)
+        self.journal = MongoJournal(db)
+        self.facts = MongoFactStore(db)
+        self.notes = MongoNotes(db)
+        self.embedder = HashEmbedder()
+        self.writer = FactWriter(self.facts, self.embedder, self.clock)
+        self.llm = llm
+        self.formation = FormationService(
+            journal=self.journal,
+            directory=self.directory,
+            facts=self.facts,
+            writer=self.writer,
+            notes=self.notes,
+            llm=llm,
+            embedder=self.embedder,
+            clock=self.clock,
+        )
+        self.consolidation = ConsolidationService(self.notes, llm, self.clock)
+
+    async def setup(self) -> tuple[Thread, Thread]:
+        await self.directory.upsert_user(1, "Alice", "alice", NOW)
+        await self.directory.upsert_user(2, "Bob", "bob", NOW)
+        circle = await self.directory.upsert_circle(-100, "Fam", NOW)
+        await self.directory.add_member(circle.id, "1")
+        await self.directory.add_member(circle.id, "2")
+        group = await self.directory.thread(circle.id)
+        assert group is not None
+        return group, await self.directory.dm_thread("1", 1, NOW)
+
+    async def journal_lines(self, thread: Thread, lines: list[tuple[str | None, str]]) -> None:
+        for m in conversation(thread, lines, NOW):
+            await self.journal.append(m)
+
+
+GROUP_TALK = [
+    ("1", "I'm allergic to peanuts"),
+    ("2", "We're going to Lisbon in May"),
+    ("2", "I love ramen"),
+    (None, "Noted!"),
+    ("1", "Sounds great"),
+]
+
+
+def fact(
+    content: str, speaker: str | None = None, about: str = "speaker", **kw: Any
+) -> dict[str, Any]:
+    return {"content": content, "about": about, "speaker_id": speaker, **kw}
+
+
+async def test_group_facts_get_partitions_from_thread_and_speaker(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    llm = ScriptedLLM(
+        extract_facts={
+            "facts": [
+                fact("Alice is allergic to peanuts", "1", importance=9),
+                fact("The family is going to Lisbon in May", "2", about="circle"),
+                fact("Bob loves ramen", "mallory"),  # unknown speaker: from its message
+            ]
+        }
+    )
+    w = World(migrated_db, llm)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+    # the third fact names a speaker who is not here; its source message is Bob's
+    unformed = await w.journal.unformed(group.id)
+    llm.scripts["extract_facts"]["facts"][2]["source_message_ids"] = [unformed[2].id]  # type: ignore[index]
+    report = await w.formation.form_thread(group.id)
+    assert report.facts_added == 3
+    assert report.llm_calls == 2, "no candidates: the decision step is skipped"
+    stored = {f.content: f.partition for f in await w.facts.all_for_audit()}
+    assert stored["Alice is allergic to peanuts"] == Partition.member(group.circle_id or "", "1")
+    assert stored["The family is going to Lisbon in May"] == Partition.circle("-100")
+    assert stored["Bob loves ramen"] == Partition.member("-100", "2")
+    assert await w.journal.unformed(group.id) == []
+
+
+async def test_dm_never_produces_circle_memory(migrated_db: AsyncDatabase[dict[str, Any]]) -> None:
+    llm = ScriptedLLM(
+        extract_facts={"facts": [fact("We are planning a surprise for Bob", "1", about="circle")]},
+        reflect={"reflections": [{"scope": "circle", "content": "A surprise is planned for Bob"}]},
+    )
+    w = World(migrated_db, llm)
+    _, dm = await w.setup()
+    await w.journal_lines(dm, [("1", "a"), ("1", "b"), ("1", "c"), ("1", "we plan a surprise")])
+    await w.formation.form_thread(dm.id)
+    (stored,) = await w.facts.all_for_audit()
+    assert stored.partition == Partition.dm("1")
+    audit = await w.notes.all_for_audit()
+    (reflection,) = audit["reflections"]
+    assert reflection.partition == Partition.dm("1") and reflection.scope is ReflectionScope.USER
+
+
+async def test_too_few_messages_are_left_for_later(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    w = World(migrated_db, ScriptedLLM())
+    group, _ = await w.setup()
+    await w.journal_lines(group, [("1", "hi"), ("2", "hello"), (None, "Hello!")])
+    report = await w.formation.form_thread(group.id)
+    assert report.skipped and report.llm_calls == 0
+    assert len(await w.journal.unformed(group.id)) == 3
+
+
+async def test_update_delete_none_and_contradiction(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    llm = ScriptedLLM()
+    w = World(migrated_db, llm)
+    group, dm = await w.setup()
+    bob_p = Partition.member("-100", "2")
+    ramen, _ = await w.writer.add("Bob loves ramen noodles", bob_p)
+    colour, _ = await w.writer.add("Bob favourite colour is green", bob_p)
+    job, _ = await w.writer.add("Bob works at the bakery", bob_p)
+    secret, _ = await w.writer.add("Bob favourite colour is a secret", Partition.dm("1"))
+
+    def decide(ctx: DecideUpdatesContext) -> dict[str, Any]:
+        by_text = {c.content: c.id for c in ctx.candidates}
+        assert secret.id not in by_text.values(), "candidates come from the same partition only"
+        return {
+            "decisions": [
+                {
+                    "new_index": 0,
+                    "action": "UPDATE",
+                    "target_id": by_text["Bob loves ramen noodles"],
+                    "content": "Bob loves ramen noodles, especially tonkotsu",
+                },
+                {
+                    "new_index": 1,
+                    "action": "UPDATE",
+                    "target_id": by_text["Bob favourite colour is green"],
+                    "contradiction": True,
+                },
+                {
+                    "new_index": 2,
+                    "action": "DELETE",
+                    "target_id": by_text["Bob works at the bakery"],
+                },
+                {"new_index": 3, "action": "DELETE", "target_id": secret.id},  # not shown: ignored
+            ]
+        }
+
+    llm.scripts["extract_facts"] = {
+        "facts": [
+            fact("Bob loves ramen noodles tonkotsu", "2"),
+            fact("Bob favourite colour is blue", "2"),
+            fact("Bob no longer works at the bakery", "2"),
+            fact("Bob favourite colour is a secret", "2"),
+        ]
+    }
+    llm.scripts["decide_updates"] = decide
+    await w.journal_lines(group, [("2", "m1"), ("2", "m2"), ("2", "m3"), ("2", "m4")])
+    report = await w.formation.form_thread(group.id)
+    assert report.llm_calls == 3
+    updated = await w.facts.get(ramen.id)
+    assert updated is not None and updated.content.endswith("tonkotsu")
+    assert updated.history[0].content == "Bob loves ramen noodles" and updated.version == 2
+    old_colour = await w.facts.get(colour.id)
+    assert old_colour is not None and old_colour.invalid_at == NOW, "contradiction keeps history"
+    old_job = await w.facts.get(job.id)
+    assert old_job is not None and not old_job.current
+    still_secret = await w.facts.get(secret.id)
+    assert still_secret is not None and still_secret.current, "another partition was untouched"
+    bob_view = await w.directory.viewer("2", await w.directory.dm_thread("2", 2, NOW))
+    question = await w.notes.pending_clarification(bob_view)
+    assert question is not None and "Bob favourite colour is green" in question.question
+    alice_view = await w.directory.viewer("1", dm)
+    assert await w.notes.pending_clarification(alice_view) is None
+
+
+async def test_malformed_step_is_skipped_and_logged_not_lost(
+    migrated_db: AsyncDatabase[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = ScriptedLLM(
+        extract_facts=LLMOutputError("extract_facts", "not JSON"),
+        reflect={"reflections": [{"scope": "session", "content": "Planning Lisbon"}]},
+    )
+    w = World(migrated_db, llm)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+    report = await w.formation.form_thread(group.id)
+    assert report.failed_steps == ["extract_facts"]
+    assert report.reflections_added == 1
+    assert "fact extraction skipped" in caplog.text and report.batch_id in caplog.text
+
+
+async def test_rerun_after_crash_duplicates_nothing(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    answers = {
+        "extract_facts": lambda ctx: {"facts": [fact("Alice is allergic to peanuts", "1")]},
+        "reflect": lambda ctx: {
+            "reflections": [
+                {"scope": "user", "content": "Alice wants short answers", "about_user_id": "1"}
+            ]
+        },
+    }
+    llm = ScriptedLLM(**answers)
+    w = World(migrated_db, llm)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+    await w.formation.form_thread(group.id)
+    # simulate a crash before the batch was marked formed: same batch again
+    await migrated_db["messages"].update_many({}, {"$set": {"formed": False}})
+    llm.scripts["decide_updates"] = lambda ctx: {"decisions": [{"new_index": 0, "action": "NONE"}]}
+    await w.formation.form_thread(group.id)
+    assert len(await w.facts.all_for_audit()) == 1
+    assert len((await w.notes.all_for_audit())["reflections"]) == 1
+
+
+async def test_consolidation_per_partition_and_absorb_after_save(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    seen: list[list[str]] = []
+
+    def merge(ctx: Any) -> dict[str, Any]:
+        seen.append(list(ctx.reflections))
+        return {"content": " ".join(ctx.reflections)}
+
+    w = World(migrated_db, ScriptedLLM(consolidate=merge))
+    await w.setup()
+    alice, bob = Partition.dm("1"), Partition.member("-100", "2")
+    for i in range(4):
+        for owner, p in (("alice", alice), ("bob", bob)):
+            await w.notes.add_reflection(
+                Reflection(
+                    id=f"{owner}{i}",
+                    content=f"{owner} note {i}",
+                    scope=ReflectionScope.USER,
+                    partition=p,
+                    created_at=NOW,
+                )
+            )
+    reports = await w.consolidation.consolidate_due()
+    assert len(reports) == 2
+    assert sorted(seen) == [
+        [f"alice note {i}" for i in range(4)],
+        [f"bob note {i}" for i in range(4)],
+    ]
+    blob = await w.notes.blob(ReflectionScope.USER, alice)
+    assert blob is not None and "bob" not in blob.content
+    assert await w.notes.unabsorbed(ReflectionScope.USER, alice) == []
+
+
+async def test_failed_consolidation_keeps_reflections_buffered(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    w = World(migrated_db, ScriptedLLM(consolidate=LLMOutputError("consolidate", "garbage")))
+    await w.setup()
+    p = Partition.dm("1")
+    for i in range(4):
+        await w.notes.add_reflection(
+            Reflection(
+                id=f"r{i}",
+                content=f"note {i}",
+                scope=ReflectionScope.USER,
+                partition=p,
+                created_at=NOW,
+            )
+        )
+    assert await w.consolidation.consolidate_due() == []
+    assert len(await w.notes.unabsorbed(ReflectionScope.USER, p)) == 4
+    assert await w.notes.blob(ReflectionScope.USER, p) is None
+
+
+async def test_always_in_context_is_private_and_cached(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    w = World(migrated_db, ScriptedLLM())
+    group, dm = await w.setup()
+    always = AlwaysInContext(w.notes)
+    await w.notes.add_reflection(
+        Reflection(
+            id="a",
+            content="Alice wants short answers",
+            scope=ReflectionScope.USER,
+            partition=Partition.member("-100", "1"),
+            created_at=NOW,
+        )
+    )
+    await w.notes.add_reflection(
+        Reflection(
+            id="b",
+            content="Alice is planning Bob's party",
+            scope=ReflectionScope.USER,
+            partition=Partition.dm("1"),
+            created_at=NOW,
+        )
+    )
+    names = {"1": "Alice", "2": "Bob"}.__getitem__
+    bob_in_group = await w.directory.viewer("2", group)
+    text = await always.block(bob_in_group, None, names)
+    assert "[Alice] Alice wants short answers" in text and "party" not in text
+    builds = always.builds
+    assert await always.block(bob_in_group, None, names) == text
+    assert always.builds == builds, "unchanged notes are served from the cache"
+    alice_dm = await w.directory.viewer("1", dm)
+    own = await always.block(alice_dm, None, names)
+    assert "party" in own and "short answers" in own
+    await w.notes.add_reflection(
+        Reflection(
+            id="c",
+            content="The family loves board games",
+            scope=ReflectionScope.CIRCLE,
+            partition=Partition.circle("-100"),
+            created_at=NOW,
+        )
+    )
+    assert "board games" in await always.block(bob_in_group, None, names)
