@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -96,6 +97,22 @@ def migrate(
     from bot.migrate_command import run_migrate
 
     _run(run_migrate(_settings(), show_status=show_status, to=to))
+
+
+@app.command()
+def replay(
+    script: Annotated[Path, typer.Argument(help="A JSON-lines scenario (see REPLAY.md).")],
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Keep the store here (default: a temporary folder)."),
+    ] = None,
+    pretty: Annotated[bool, typer.Option("--pretty", help="Readable text instead of JSON.")] = False,
+) -> None:
+    """Drive the real bot from a script of events and print what happened."""
+    from bot.replay_command import replay_file
+
+    code = _run(replay_file(_settings(), script, data_dir=data_dir, as_text=pretty))
+    raise typer.Exit(code)
 
 
 def _register_subcommands() -> None:

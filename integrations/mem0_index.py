@@ -295,7 +295,8 @@ class Mem0CloudIndex:
                 if not isinstance(item, Mapping):
                     continue
                 metadata = item.get("metadata") or {}
-                if isinstance(metadata, Mapping) and metadata.get(FACT_ID_KEY) == fact_id:
+                found = isinstance(metadata, Mapping) and metadata.get(FACT_ID_KEY) == fact_id
+                if found and item.get("id"):
                     return str(item["id"])
             more = isinstance(response, Mapping) and response.get("next")
             if not items or not more:
@@ -537,11 +538,12 @@ class Mem0OssIndex:
 def _bound_embedder(
     memory: Any, base_url: str | None, api_key: str | None, timeout_s: float
 ) -> None:
-    """Give mem0's embedder a client with a short timeout and one retry.
+    """Give mem0's embedder a client with a short timeout and no retries.
 
     mem0 builds ``openai.OpenAI`` with the library defaults (600 s, 2 retries) and calls
     it from worker threads: a hung endpoint would pin threads of the shared default
-    executor long after the retrieval leg gave up.
+    executor long after the retrieval leg gave up, and a retry (after a 0.5 s backoff)
+    could never land inside the reply budget anyway.
     """
     import openai
 
@@ -552,7 +554,7 @@ def _bound_embedder(
         api_key=api_key or "unused",
         base_url=base_url or embedder.client.base_url,
         timeout=timeout_s,
-        max_retries=1,
+        max_retries=0,
     )
 
 

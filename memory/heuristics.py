@@ -24,7 +24,10 @@ _SKIP = [
     re.compile(r"^/\w+"),
 ]
 _TRIGGERS = [
-    re.compile(r"\b(who|what|when|where|how)\b.*\b(is|are|was|were|does|do|did)\b", re.I),
+    re.compile(
+        r"\b(who|what|when|where|how|which)\b.*\b(is|are|am|was|were|does|do|did|has|have)\b",
+        re.I,
+    ),
     re.compile(
         r"\b(my|our|your|partner'?s?|his|her|their)\s+(mom|mum|dad|mother|father|brother|"
         r"sister|son|daughter|kids?|boss|friend|doctor|dentist|wife|husband|partner)",
@@ -32,7 +35,10 @@ _TRIGGERS = [
     ),
     re.compile(r"\b(like|love|hate|prefer|favou?rite|allergic|can'?t eat|don'?t eat)", re.I),
     re.compile(r"\b(remember|forgot|forget|told you|mentioned|said)\b", re.I),
-    re.compile(r"\b(plan|plans|schedule|book|reserve|arrange|trip|holiday|vacation)\b", re.I),
+    re.compile(
+        r"\b(plan\w*|schedul\w*|book(ed|ing)?|reserv\w*|arrang\w*|trip|holiday|vacation)\b",
+        re.I,
+    ),
     re.compile(r"\b(birthday|anniversary|appointment|meeting|party|wedding)\b", re.I),
 ]
 _MULTI_TOPIC = re.compile(r"\b(and|also|plus|as well)\b", re.I)

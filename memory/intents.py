@@ -693,7 +693,8 @@ def _avoid(body: str, clause: _Clause) -> DirectiveIntent | None:
 
 
 _LENGTH_WORDS = re.compile(
-    r"\b(?:short(?:er)?|brief(?:er)?|concise|succinct|terse|long(?:er)?|detailed|fewer|"
+    r"\b(?:short(?:er|ly)?|brief(?:er|ly)?|concise(?:ly)?|succinct(?:ly)?|terse|long(?:er)?"
+    r"|detailed|fewer|"
     r"one\s+line|a\s+few\s+words|under\s+\d+|to\s+the\s+point)\b",
     re.IGNORECASE,
 )
@@ -889,11 +890,12 @@ def _implicit_correction(body: str) -> CorrectionIntent | None:
         if not _SUBJECT_START.match(new):
             new = f"{subject} {new}"
         return CorrectionIntent(statement=new, negated=was, cue="used to")
+    # Only when what stopped being true can be read back ("I'm not vegan anymore" →
+    # "I'm vegan"); "I can't wait anymore" is a mood, not a correction.
     statement, negated = _split_negation(body)
-    if _ANYMORE.search(body):
-        return CorrectionIntent(statement=statement, negated=negated, cue="not anymore")
     if negated is not None:
-        return CorrectionIntent(statement=statement, negated=negated, cue="not")
+        cue = "not anymore" if _ANYMORE.search(body) else "not"
+        return CorrectionIntent(statement=statement, negated=negated, cue=cue)
     if _CHANGED.search(body) and re.search(r"\b(?:my|our|i|we)\b", body, re.IGNORECASE):
         return CorrectionIntent(statement=body, cue="has changed")
     return None
@@ -914,10 +916,11 @@ _DO_NEG = re.compile(
     re.I | re.S,
 )
 _NO_LONGER = re.compile(r"^(?P<a>.*?)\bno\s+longer\s+(?P<b>.+)$", re.I | re.S)
-_NOT_Y = re.compile(
-    r"^(?P<x>.+?\b(?:is|are|am|'m|'s|was|were|like|love|prefer|live|work|want)\b.+?)\s*,\s*"
-    r"(?:and\s+)?not\s+(?P<y>[^,]+?)$",
-    re.I | re.S,
+# "X, not Y": found with rfind rather than a nested lazy pattern, which would backtrack
+# cubically on long sentences.
+_NOT_Y_TAIL = re.compile(r",\s*(?:and\s+)?not\s+(?P<y>[^,]+)$", re.IGNORECASE)
+_NOT_Y_VERB = re.compile(
+    r"\S\s*\b(?:is|are|am|'m|'s|was|were|like|love|prefer|live|work|want)\b\s*\S", re.IGNORECASE
 )
 _ANCHOR_WORDS = re.compile(
     r"\b(?:is|are|am|'m|'s|was|were|to|in|at|on|for|as|with|of|by|from|called|named)\b",
@@ -934,9 +937,10 @@ def _split_negation(text: str) -> tuple[str, str | None]:
     """
     if len(text) > MAX_PARSE_CHARS:
         return text, None
-    not_y = _NOT_Y.match(text)
-    if not_y and len(not_y.group("y").split()) <= 4:
-        statement = not_y.group("x").strip()
+    comma = text.rfind(",")
+    not_y = _NOT_Y_TAIL.match(text, comma) if comma > 0 else None
+    if not_y and len(not_y.group("y").split()) <= 4 and _NOT_Y_VERB.search(text[:comma]):
+        statement = text[:comma].strip()
         return statement, _replace_tail(statement, not_y.group("y").strip())
     if not _ANYMORE.search(text):
         return text, None
@@ -1005,18 +1009,27 @@ _UNCHANGED_VERBS: Final = _words(
 def third_person_singular(verb: str) -> str:
     """The he/she form of an English base-form verb ("love" → "loves", "go" → "goes").
 
-    Past forms, modals and non-words are returned unchanged.
+    Past forms, modals and non-words are returned unchanged; shouting stays shouting
+    ("LOVE" → "LOVES").
     """
     low = verb.lower()
     if low in _IRREGULAR_3SG:
-        return _IRREGULAR_3SG[low]
-    if low in _UNCHANGED_VERBS or not low.isalpha() or (low.endswith("ed") and len(low) > 3):
-        return verb
-    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", low):
-        return verb[:-1] + "ies"
-    return verb + "s"
+        form = _IRREGULAR_3SG[low]
+    else:
+        past = low.endswith("ed") and not low.endswith("eed") and len(low) > 3
+        if low in _UNCHANGED_VERBS or not low.isalpha() or past:
+            return verb
+        if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+            form = low + "es"
+        elif re.search(r"[^aeiou]y$", low):
+            form = low[:-1] + "ies"
+        else:
+            form = low + "s"
+    if verb.isupper() and len(verb) > 1:
+        return form.upper()
+    if verb[:1].isupper():
+        return form[:1].upper() + form[1:]
+    return form
 
 
 def _conjugate_first(phrase: str) -> str:

@@ -288,8 +288,9 @@ def measure_latency(
     config: FusionConfig,
     depth: int,
     copies: int = 1,
-) -> tuple[int, float, float]:
-    """p50/p95 ms of one query end to end over ``len(turns) * copies`` documents."""
+) -> tuple[int, tuple[float, float], tuple[float, float]]:
+    """Over ``len(turns) * copies`` documents: p50/p95 ms end to end, and of the search
+    alone (everything after the query embedding)."""
     vector_index = VectorIndex(vectors.shape[1])
     bm25 = BM25Index()
     for copy in range(copies):
@@ -298,16 +299,24 @@ def measure_latency(
         bm25.add_many(zip(ids, (doc_format.render(t) for t in turns), strict=True))
     for question in questions[:5]:  # warm caches and the session
         embedder.embed_sync([question])
-    timings: list[float] = []
+    totals: list[float] = []
+    searches: list[float] = []
     for question in questions:
         start = time.perf_counter()
         query = embedder.embed_sync([question])[0]
+        embedded = time.perf_counter()
         dense = dict(vector_index.top_k(query, depth))
         keyword = dict(bm25.top_k(question, depth))
         top_n(fuse(dense, keyword, config), 10)
-        timings.append((time.perf_counter() - start) * 1000)
-    quantiles = statistics.quantiles(timings, n=100)
-    return len(vector_index), quantiles[49], quantiles[94]
+        end = time.perf_counter()
+        totals.append((end - start) * 1000)
+        searches.append((end - embedded) * 1000)
+
+    def p50_p95(values: list[float]) -> tuple[float, float]:
+        quantiles = statistics.quantiles(values, n=100)
+        return quantiles[49], quantiles[94]
+
+    return len(vector_index), p50_p95(totals), p50_p95(searches)
 
 
 def main() -> None:
@@ -317,6 +326,7 @@ def main() -> None:
         "--leg-depth", type=int, default=50, help="hits per leg (memory.retrieval's leg_k)"
     )
     parser.add_argument("--quick", action="store_true", help="main grid only")
+    parser.add_argument("--latency-only", action="store_true", help="skip the recall tables")
     args = parser.parse_args()
     depth = args.leg_depth
 
@@ -327,6 +337,8 @@ def main() -> None:
     date, nodate = DocFormat(date=True), DocFormat(date=False)
     date_caption = DocFormat(date=True, caption=True)
     formats = [nodate, date] if args.quick else [nodate, date, date_caption]
+    if args.latency_only:
+        formats = [date]
     vectors = {
         f: [embedder.embed_sync([f.render(t) for t in turns]) for turns in corpora] for f in formats
     }
@@ -336,6 +348,23 @@ def main() -> None:
         f"embedded in {time.perf_counter() - start:.1f} s\n"
     )
 
+    if not args.latency_only:
+        report_recall(corpora, questions, question_vectors, vectors, depth, quick=args.quick)
+    report_latency(embedder, corpora, questions, vectors[date], depth)
+
+
+def report_recall(
+    corpora: list[list[Turn]],
+    questions: list[Question],
+    question_vectors: npt.NDArray[np.float32],
+    vectors: dict[DocFormat, list[npt.NDArray[np.float32]]],
+    depth: int,
+    *,
+    quick: bool,
+) -> None:
+    """The recall tables: the main grid, per-category details, cheap variants."""
+    date, nodate = DocFormat(date=True), DocFormat(date=False)
+    date_caption = DocFormat(date=True, caption=True)
     porter: Tokenizer = tokenize
     weights = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
     rows: list[tuple[str, str, Result]] = []
@@ -363,7 +392,7 @@ def main() -> None:
     ):
         print_categories(f"{key[0]} / {key[1]}", results[key])
 
-    if not args.quick:
+    if not quick:
         plain = partial(tokenize, stem=False)
         lucene = partial(tokenize, stopwords=LUCENE_STOPWORDS)
         chat = partial(tokenize, stopwords=ENGLISH_STOPWORDS | CHAT_STOPWORDS)
@@ -398,20 +427,35 @@ def main() -> None:
         print("\nCheap keyword-side and document variants (all with the date prefix):\n")
         print_table(variant_rows)
 
+
+def report_latency(
+    embedder: OnnxMiniLMEmbedder,
+    corpora: list[list[Turn]],
+    questions: list[Question],
+    date_vectors: list[npt.NDArray[np.float32]],
+    depth: int,
+) -> None:
+    """p50/p95 of one query through the default pipeline at three corpus sizes."""
+    date = DocFormat(date=True)
     print(f"\nLatency of one query (embed + cosine top-{depth} + BM25 top-{depth} + fusion +")
     print("top-10), over the date-prefixed turns; larger sets repeat the five conversations:")
     largest = max(range(len(corpora)), key=lambda i: len(corpora[i]))
     all_turns = [t for turns in corpora for t in turns]
-    all_vectors = np.concatenate(vectors[date])
+    all_vectors = np.concatenate(date_vectors)
     config = FusionConfig()  # the default: weighted, 0.5/0.5
     texts = [q.text for q in questions]
     for turns, vecs, copies in (
-        (corpora[largest], vectors[date][largest], 1),
+        (corpora[largest], date_vectors[largest], 1),
         (all_turns, all_vectors, 4),
         (all_turns, all_vectors, 36),
     ):
-        n, p50, p95 = measure_latency(embedder, turns, vecs, texts, date, config, depth, copies)
-        print(f"  {n:>6} documents: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+        n, total, search = measure_latency(
+            embedder, turns, vecs, texts, date, config, depth, copies
+        )
+        print(
+            f"  {n:>6} documents: p50 {total[0]:.1f} ms, p95 {total[1]:.1f} ms "
+            f"(search without embedding: p50 {search[0]:.1f} ms, p95 {search[1]:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

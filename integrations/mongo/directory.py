@@ -235,3 +235,30 @@ class MongoDirectory:
         await self._threads.update_one(
             {"_id": thread_id, "session_id": session_id}, {"$set": {"session_closed": True}}
         )
+
+    # --- confirmations ------------------------------------------------------------------
+
+    async def set_pending_erase(
+        self, thread_id: str, user_id: str, target: str, at: datetime
+    ) -> None:
+        """Remember that ``user_id`` asked for a full erase here and must confirm it."""
+        await self._threads.update_one(
+            {"_id": thread_id}, {"$set": {f"pending_erase.{user_id}": {"target": target, "at": at}}}
+        )
+
+    async def pop_pending_erase(self, thread_id: str, user_id: str) -> dict[str, Any] | None:
+        doc = await self._threads.find_one_and_update(
+            {"_id": thread_id, f"pending_erase.{user_id}": {"$exists": True}},
+            {"$unset": {f"pending_erase.{user_id}": ""}},
+        )
+        if doc is None:
+            return None
+        pending = doc.get("pending_erase", {}).get(user_id)
+        return dict(pending) if pending else None
+
+    async def members(self, circle_id: str) -> list[User]:
+        circle = await self.circle(circle_id)
+        if circle is None:
+            return []
+        found = await self.users(circle.member_ids)
+        return [found[uid] for uid in circle.member_ids if uid in found]

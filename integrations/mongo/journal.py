@@ -59,6 +59,11 @@ class MongoJournal:
         )
         return list(reversed([message_from_doc(d) async for d in cursor]))
 
+    async def recent_by_user(self, user_id: str, *, limit: int = 500) -> list[Message]:
+        """A user's latest messages, for the forget cascade (operator scope)."""
+        cursor = self._messages.find({"user_id": user_id}).sort("created_at", -1).limit(limit)
+        return [message_from_doc(d) async for d in cursor]
+
     async def visible(self, viewer: Viewer, *, limit: int = 0) -> list[Message]:
         cursor = self._messages.find(and_visible(viewer)).sort("created_at", -1).limit(limit)
         return [message_from_doc(d) async for d in cursor]

@@ -223,7 +223,7 @@ class MongoNotes:
         out = []
         async for d in self._reflections.find({"pkey": {"$in": list(partition_keys)}}):
             text = str(d.get("content", "")).casefold()
-            if any(n.casefold() in text for n in needles if n):
+            if not needles or any(n.casefold() in text for n in needles if n):
                 out.append(reflection_from_doc(d))
         return out
 
@@ -233,12 +233,17 @@ class MongoNotes:
         out = []
         async for d in self._consolidated.find({"pkey": {"$in": list(partition_keys)}}):
             text = str(d.get("content", "")).casefold()
-            if any(n.casefold() in text for n in needles if n):
+            if not needles or any(n.casefold() in text for n in needles if n):
                 out.append(consolidated_from_doc(d))
         return out
 
     async def delete_blob(self, blob_id: str) -> None:
+        """Delete a blob; its surviving reflections return to the buffer so the next
+        consolidation rebuilds it without what was forgotten."""
         doc = await self._consolidated.find_one_and_delete({"_id": blob_id})
+        await self._reflections.update_many(
+            {"absorbed_into": blob_id}, {"$set": {"absorbed": False, "absorbed_into": None}}
+        )
         if doc:
             await self._bump(Partition.from_fields(doc))
 

@@ -19,7 +19,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, Literal
 
-from integrations.offline_llm.language import clip_words, looks_english, norm_key, strip_end
+from integrations.offline_llm.language import (
+    clip_words,
+    is_latin,
+    looks_english,
+    norm_key,
+    strip_end,
+)
 from integrations.offline_llm.person import Voice, uses_group
 from integrations.offline_llm.statements import classify, clauses, match_statement, render
 from memory.constants import FACT_MAX_WORDS
@@ -47,12 +53,13 @@ _Found = tuple[str, Category, int, bool]
 
 def extract_facts(ctx: ExtractFactsContext) -> ExtractedFacts:
     """The facts of a conversation, deduplicated, in conversation order."""
-    found: dict[str, ExtractedFact] = {}
+    found: dict[tuple[str | None, str, str], ExtractedFact] = {}
     for line in ctx.lines:
         if line.role is not Role.USER:
             continue
         for fact in _line_facts(line, ctx):
-            key = norm_key(fact.content)
+            # Per speaker and scope: the same words from two people are two partitions.
+            key = (fact.speaker_id, fact.about, norm_key(fact.content))
             if key in found:
                 _merge(found[key], fact)
             else:
@@ -68,20 +75,25 @@ def _merge(kept: ExtractedFact, fact: ExtractedFact) -> None:
 
 
 def _speaker(line: JournalLine, ctx: ExtractFactsContext) -> tuple[str | None, str | None]:
-    """(speaker id, speaker name); a DM's unnamed speaker is its owner."""
+    """(speaker id, speaker name); a DM's unnamed speaker is its owner.
+
+    The name is the line's, else the one ``ctx.people`` gives; with neither, the name is
+    None and the line is skipped: a fact about "u-123" would be garbage.
+    """
     speaker_id = line.speaker_id
     if speaker_id is None and ctx.thread_kind is ThreadKind.DM:
         speaker_id = ctx.thread_owner_id
     name = line.speaker_name
-    if not name and speaker_id is not None:
-        name = ctx.name_of(speaker_id)
+    if not name:
+        name = next((p.name for p in ctx.people if p.id == speaker_id and p.name), None)
     return speaker_id, name or None
 
 
 def _line_facts(line: JournalLine, ctx: ExtractFactsContext) -> list[ExtractedFact]:
     speaker_id, name = _speaker(line, ctx)
     text = clean_text(line.text, limit=MAX_LINE_CHARS)
-    if name is None or not text or not looks_english(text) or detect_forget(text) is not None:
+    # Latin script is the gate; the rules themselves only understand English.
+    if name is None or not is_latin(text) or detect_forget(text) is not None:
         return []
     voice = Voice.for_speaker(name, ctx.thread_kind, ctx.people)
     found: list[tuple[str, _Found]] = []
@@ -153,17 +165,10 @@ def _explicit_facts(text: str, voice: Voice, now: datetime) -> list[_Found]:
     if found:
         return found
     cleaned = strip_end(text)
-    if not looks_english(cleaned) and not _mentions_name(cleaned):
+    if not is_latin(cleaned) or not (looks_english(cleaned) or cleaned[:1].isupper()):
         return []
     content = clip_words(render(cleaned, voice, now), FACT_MAX_WORDS)
     if not any(c.isalpha() for c in content):
         return []
     category, importance = classify(cleaned)
     return [(content, category, max(importance, EXPLICIT_MIN_IMPORTANCE), uses_group(cleaned))]
-
-
-def _mentions_name(text: str) -> bool:
-    """A short explicit payload like "Bob hates cilantro" has no English function word but
-    is still plain English: a capitalised name and a verb-ish word will do."""
-    words = text.split()
-    return 2 <= len(words) <= FACT_MAX_WORDS and words[0][:1].isupper() and text.isascii()

@@ -19,9 +19,17 @@ _LATIN_LIMIT: Final = 0x250  # Basic Latin … Latin Extended-B
 # ("a", "me", "in" are left out for that reason).
 _ENGLISH_MARKER_TEXT: Final = (
     "the and you your my our we we're i'm i've is are was to of it it's that this with "
-    "have has for not what when do don't love like i"
+    "have has for not what when do don't love like i at as an am im be been he she they his "
+    "her their from but or so just really"
 )
 _ENGLISH_MARKERS: Final = frozenset(_ENGLISH_MARKER_TEXT.split())
+# Function words of the other common Latin-script languages (es, fr, de, it, pt, nl).
+_FOREIGN_MARKER_TEXT: Final = (
+    "el la los las del que y en es un una por con para pero muy je suis le les des et est une "
+    "pas avec mais ich und der die das ist nicht ein eine mit aber il lo di che per sono non "
+    "della em não com uma mas het een niet ook"
+)
+_FOREIGN_MARKERS: Final = frozenset(_FOREIGN_MARKER_TEXT.split())
 #: Stopwords for "is this sentence informative?": NLTK's list plus chat filler.
 CONTENT_STOPWORDS: Final = ENGLISH_STOPWORDS | CHAT_STOPWORDS
 
@@ -54,10 +62,9 @@ def is_latin(text: str) -> bool:
 
 
 def looks_english(text: str) -> bool:
-    """Whether ``text`` is English the rules can parse (Latin script, English function words).
-
-    Needs one marker word and at least 15 % marker words, so a Spanish sentence that happens
-    to contain "is" or "no" does not qualify, while "I love hiking" does.
+    """Whether ``text`` is English the rules can parse: Latin script, and more English
+    function words than those of other Latin-script languages, either at least 10 % of the
+    words or at least three of them (long lists of nouns dilute the ratio).
     """
     if not is_latin(text):
         return False
@@ -65,7 +72,8 @@ def looks_english(text: str) -> bool:
     if not words:
         return False
     hits = sum(1 for w in words if w in _ENGLISH_MARKERS)
-    return hits >= 1 and hits / len(words) >= 0.15
+    foreign = sum(1 for w in words if w in _FOREIGN_MARKERS)
+    return hits > foreign and (hits >= 3 or hits / len(words) >= 0.1)
 
 
 def content_terms(text: str) -> set[str]:

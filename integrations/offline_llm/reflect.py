@@ -111,12 +111,13 @@ def _user_sentences(ctx: ReflectContext) -> list[_Sentence]:
 
 
 def _name(line: JournalLine, ctx: ReflectContext) -> str | None:
+    """The speaker's name (the line's, else from ``ctx.people``); None skips the line."""
     if line.speaker_name:
         return line.speaker_name
     speaker_id = line.speaker_id
     if speaker_id is None and ctx.thread_kind is ThreadKind.DM:
         speaker_id = ctx.thread_owner_id
-    return ctx.name_of(speaker_id) if speaker_id is not None else None
+    return next((p.name for p in ctx.people if p.id == speaker_id and p.name), None)
 
 
 def render_directive(directive: DirectiveIntent, voice: Voice) -> str:

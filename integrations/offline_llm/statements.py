@@ -38,8 +38,10 @@ from integrations.offline_llm.person import Voice, to_third_person, uses_group
 from memory.constants import FACT_MAX_WORDS
 from memory.models import Category
 
-_I = r"(?:i|we)"
+# "I", "we", or a coordinated subject with the speaker: "Bob and I", "my sister and I".
+_I = r"(?:i|we|(?:my\s+)?[\w'-]+\s+and\s+i)"
 _IAM = r"(?:i'?m|i\s+am|we're|we\s+are)"
+_HAVE = r"(?:i|we)(?:\s+have(?:\s+got)?|'ve(?:\s+got)?)"
 _ADV = (
     r"(?:(?:really|absolutely|totally|also|truly|so|very|still|actually|just|seriously"
     r"|severely|deathly|highly|extremely|mildly|quite|kind\s+of|pretty|now|currently"
@@ -61,7 +63,16 @@ _HEDGE = re.compile(
 )
 _EMPTY_OBJECT = re.compile(
     r"^(?:it|that|this|these|those|you|your|yours|them|him|her|so|too|much|everything"
-    r"|anything|nothing|lots|a\s+lot)\b",
+    r"|anything|nothing|lots|a\s+lot|when|how|what|where|why|who|the\s+way|\d"
+    r"|a\s+(?:bit|minute|moment|second|sec|while|few\s+minutes)|an\s+hour|the\s+(?:morning"
+    r"|afternoon|evening)|tomorrow|today|tonight|later|soon)\b",
+    re.IGNORECASE,
+)
+# "my job is killing me", "my kids are driving me crazy": moods, not facts (unless dated:
+# "my mom is visiting next week").
+_STATE_OBJECT = re.compile(
+    r"^(?:so|too|very|really|quite|pretty|not|such|\w+ing\b|a\s+(?:mess|nightmare|pain"
+    r"|disaster|joke))",
     re.IGNORECASE,
 )
 _TIME_MARKER = re.compile(
@@ -85,6 +96,7 @@ class _Rule:
     check_object: bool = False
     needs_date: bool = False
     needs_time: bool = False
+    reject_states: bool = False
 
 
 def _rule(
@@ -96,6 +108,7 @@ def _rule(
     check_object: bool = False,
     needs_date: bool = False,
     needs_time: bool = False,
+    reject_states: bool = False,
 ) -> _Rule:
     return _Rule(
         name,
@@ -105,6 +118,7 @@ def _rule(
         check_object,
         needs_date,
         needs_time,
+        reject_states,
     )
 
 
@@ -114,7 +128,7 @@ RULES: Final = (
     _rule("allergy", rf"^{_OWNER}\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9),
     _rule(
         "allergy",
-        rf"^{_I}\s+(?:have|'ve\s+got|have\s+got)\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
+        rf"^{_HAVE}\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
         r"(?P<obj>[\w\s-]{1,40}?)\s+allerg(?:y|ies)$",
         _FACT,
         9,
@@ -136,7 +150,8 @@ RULES: Final = (
     ),
     _rule(
         "diet",
-        rf"^{_I}\s+{_ADV}(?:don'?t|do\s+not|never)\s+(?:eat|drink)\s+(?P<obj>.+)$",
+        rf"^{_I}\s+{_ADV}(?:don'?t|do\s+not|never|can'?t|cannot|can\s+not)\s+(?:eat|drink)"
+        r"\s+(?P<obj>.+)$",
         _FACT,
         7,
         check_object=True,
@@ -191,27 +206,30 @@ RULES: Final = (
     _rule("partner", rf"^{_IAM}\s+dating\s+(?P<obj>.+)$", _REL, 6),
     _rule(
         "family",
-        rf"^{_I}\s+(?:have|'ve\s+got|have\s+got)\s+(?:a|an|one|two|three|four|five|six|\d+)\s+"
+        rf"^{_HAVE}\s+(?:a|an|one|two|three|four|five|six|\d+)\s+"
         rf"(?:[\w-]+\s+)?(?P<obj>(?:{_PERSON}|{_PET})s?)\b.*$",
         _REL,
         6,
     ),
     _rule(
         "details",
-        r"^(?:my|our)\s+(?:favou?rite\s+[\w\s-]{1,25}?|e-?mail(?:\s+address)?|phone(?:\s+number)?"
-        r"|(?:mobile|cell)(?:\s+number)?|(?:home\s+)?address|job|profession|occupation|nickname"
+        r"^(?:my|our)\s+(?:favou?rite\s+[\w\s-]{1,25}?|e-?mail(?:\s+address)?|phone\s+number"
+        r"|(?:mobile|cell)\s+number|(?:home\s+)?address|job|profession|occupation|nickname"
         r"|middle\s+name|surname|last\s+name|maiden\s+name|blood\s+type|shoe\s+size|dress\s+size"
         r"|home\s*town|zodiac\s+sign|star\s+sign|pronouns|religion)\s+(?:is|are)\s+(?P<obj>.+)$",
         _FACT,
         6,
+        reject_states=True,
     ),
     _rule(
         "family",
-        rf"^(?:my|our)\s+{_MOD}(?:{_PERSON}|(?:{_PET})s?)\s+(?:is|are|was|'s|works|lives|loves"
-        r"|likes|hates|has|have|studies|goes|plays|just|recently|got|moved|turned|turns)\b"
+        rf"^(?:my|our)\s+{_MOD}(?:{_PERSON}|(?:{_PET})s?)(?:,?\s+(?-i:[A-Z])[\w'-]*,?)?\s+"
+        r"(?:is|are|was|'s|works|lives|loves|likes|hates|has|have|studies|goes|plays|just"
+        r"|recently|got|moved|turned|turns|starts|started)\b"
         r"(?P<obj>.*)$",
         _REL,
         6,
+        reject_states=True,
     ),
     _rule(
         "favourite",
@@ -285,9 +303,17 @@ RULES: Final = (
         6,
         check_object=True,
     ),
+    _rule("age", rf"^{_IAM}\s+(?P<obj>\d{{1,3}})(?:\s+years?\s+old)?$", _FACT, 5),
+    _rule(
+        "languages",
+        rf"^{_I}\s+{_ADV}speak\s+(?P<obj>(?-i:[A-Z])\w+(?:(?:,|\s+and)\s+(?-i:[A-Z])\w+)*)$",
+        _FACT,
+        5,
+    ),
     _rule(
         "origin",
-        rf"^(?:{_IAM}\s+(?:originally\s+)?from|{_I}\s+grew\s+up\s+in)\s+(?P<obj>.+)$",
+        rf"^(?:{_IAM}\s+(?:originally\s+)?from|{_I}\s+grew\s+up\s+in)\s+"
+        r"(?!(?:work|home|school|the\s+office|the\s+shop)\b)(?P<obj>.+)$",
         _FACT,
         5,
         check_object=True,
@@ -312,7 +338,7 @@ RULES: Final = (
     _rule("plan", rf"^{_I}\s+(?:plan|intend)\s+to\s+(?P<obj>.+)$", _CTX, 5),
     _rule(
         "plan",
-        rf"^{_I}\s+(?:have|'ve\s+got)\s+(?:a|an|our|my)\s+(?P<obj>(?:[\w-]+\s+)?(?:party|dinner"
+        rf"^{_HAVE}\s+(?:a|an|our|my)\s+(?P<obj>(?:[\w-]+\s+)?(?:party|dinner"
         r"|trip|wedding|vacation|holiday|appointment|meeting|interview|flight|exam|surgery"
         r"|operation|concert)\b.+)$",
         _CTX,
@@ -336,9 +362,11 @@ _LEAD = re.compile(
 _CLAUSE_BREAK = re.compile(
     r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
 )
+_SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
 _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
-    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she))\b|\s+[-–—]\s).*$",
+    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not)\b"
+    r"|\s+[-–—]\s).*$",
     re.IGNORECASE | re.S,
 )
 _MAX_CLAUSE_CHARS: Final = 400
@@ -363,13 +391,27 @@ def clauses(sentence: str) -> list[str]:
     "I hate running"].
     """
     out: list[str] = []
-    for part in _CLAUSE_BREAK.split(sentence):
+    for part in _split_clauses(sentence):
         part = _LEAD.sub("", part.strip())
         part = _TAIL.sub("", part)
         part = strip_end(_strip_symbols(part))
         if part and len(part) <= _MAX_CLAUSE_CHARS:
             out.append(part)
     return out
+
+
+def _split_clauses(sentence: str) -> list[str]:
+    """Split at ";" and at "and/but" + a new first-person subject, unless what precedes is
+    only a coordinated subject ("Bob and I love sushi", "my sister and I …")."""
+    parts: list[str] = []
+    start = 0
+    for match in _CLAUSE_BREAK.finditer(sentence):
+        left = _LEAD.sub("", sentence[start : match.start()].strip())
+        if match.group().strip() == ";" or _SUBJECT_PRONOUN.match(left) or len(left.split()) >= 3:
+            parts.append(sentence[start : match.start()])
+            start = match.end()
+    parts.append(sentence[start:])
+    return parts
 
 
 def _strip_symbols(text: str) -> str:
@@ -388,7 +430,11 @@ def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | Non
         content = render(clause, voice, now)
         if word_count(content) > FACT_MAX_WORDS:
             return None
-        return Statement(content, rule.category, rule.importance, uses_group(clause), rule.name)
+        category, importance = rule.category, rule.importance
+        if rule.name == "family" and _TIME_MARKER.search(clause):
+            # "my mom is visiting next week" is a situation, not a relationship.
+            category, importance = Category.CONTEXT, 5
+        return Statement(content, category, importance, uses_group(clause), rule.name)
     return None
 
 
@@ -403,6 +449,8 @@ def _conditions_hold(rule: _Rule, match: re.Match[str], clause: str) -> bool:
             or len(obj.split()) > _MAX_OBJECT_WORDS
         ):
             return False
+    if rule.reject_states and _STATE_OBJECT.match(obj.strip()) and not _TIME_MARKER.search(clause):
+        return False
     if rule.needs_date and not (
         has_date(clause) or re.search(r"\b(?:today|tomorrow)\b", clause, re.I)
     ):

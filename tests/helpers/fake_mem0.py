@@ -43,7 +43,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -348,7 +348,7 @@ class FakeMem0(_ThreadedServer):
     async def _middleware(
         self,
         request: web.Request,
-        handler: Callable[[web.Request], Coroutine[Any, Any, web.StreamResponse]],
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
     ) -> web.StreamResponse:
         request[BODY] = await self._record(request)
         if self.delay_s:
@@ -464,7 +464,7 @@ class FakeMem0(_ThreadedServer):
         query = str(body.get("query") or "").strip()
         if not query:
             return _error(400, "query is required")
-        filters = body.get("filters")
+        filters: dict[str, Any] = body.get("filters") or {}
         if not _has_entity(filters):
             return _error(400, "filters must contain at least one entity id")
         top_k = int(body.get("top_k") or 10)
@@ -476,8 +476,8 @@ class FakeMem0(_ThreadedServer):
         return web.json_response({"results": [m.as_json(s) for s, m in scored[:top_k]]})
 
     async def _list(self, request: web.Request) -> web.Response:
-        body = request[BODY] or {}
-        filters = body.get("filters")
+        body = request[BODY]
+        filters: dict[str, Any] = (body.get("filters") if isinstance(body, dict) else None) or {}
         if not _has_entity(filters):
             return _error(400, "filters must contain at least one entity id")
         page = int(request.query.get("page", "1"))

@@ -1,0 +1,72 @@
+"""What the Telegram layer hands to the assistant, and what it gets back.
+
+The assistant never sees a PTB object: handlers turn an update into an :class:`Incoming`
+and send each :class:`Outgoing`, so the reply path is the same for Telegram, the replay
+and the console.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ChatType = Literal["private", "group", "supergroup", "channel"]
+
+#: Telegram refuses messages longer than this.
+TELEGRAM_MAX_TEXT = 4096
+
+
+@dataclass(frozen=True)
+class Sender:
+    telegram_id: int
+    name: str
+    username: str | None = None
+    is_bot: bool = False
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One user message, normalised."""
+
+    chat_id: int
+    chat_type: ChatType
+    sender: Sender
+    message_id: int
+    text: str
+    chat_title: str | None = None
+    addressed: bool = False
+    update_id: int | None = None
+    kind: str = "text"
+
+    @property
+    def is_group(self) -> bool:
+        return self.chat_type in ("group", "supergroup")
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to send."""
+
+    chat_id: int
+    text: str
+    reply_to_message_id: int | None = None
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+def split_for_telegram(text: str, limit: int = TELEGRAM_MAX_TEXT) -> list[str]:
+    """Cut a long reply into messages Telegram accepts, at paragraph or line breaks."""
+    text = text.strip()
+    if len(text) <= limit:
+        return [text] if text else []
+    parts: list[str] = []
+    while len(text) > limit:
+        cut = max(
+            text.rfind("\n\n", 0, limit), text.rfind("\n", 0, limit), text.rfind(" ", 0, limit)
+        )
+        if cut <= 0:
+            cut = limit
+        parts.append(text[:cut].strip())
+        text = text[cut:].strip()
+    if text:
+        parts.append(text)
+    return parts

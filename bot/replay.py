@@ -1,0 +1,468 @@
+"""``alfred replay``: the real bot driven by a script of events (REPLAY.md).
+
+Each ``say`` line becomes a real PTB ``Update`` processed by the same application and
+handlers as production; what the bot sends is captured by an in-process Bot API. The
+clock is simulated, background jobs run when the script drains them, and probes ask
+what memory the bot would use — through the same privacy-filtered retrieval path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from telegram import Update
+
+from bot.assistant import Assistant
+from bot.offline_bot_api import BOT_ID, OfflineBotAPI
+from bot.telegram_app import build_application
+from integrations.container import Services, build_services
+from integrations.settings import Settings
+from memory.clock import ManualClock
+from memory.errors import BadInput
+from memory.models import Thread, Viewer
+
+DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+LINE_KINDS = ("circle", "say", "clock", "jobs", "calendar", "probe", "dump")
+_DURATION = re.compile(r"^\+(\d+(?:\.\d+)?)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+class ScriptError(BadInput):
+    """A malformed script line; ``line`` is 1-based."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+class Jobs(Protocol):
+    """The background side as the replay drives it."""
+
+    async def after_message(self, thread_id: str) -> None: ...
+
+    async def drain(self, now: datetime) -> list[tuple[str, str]]: ...
+
+
+def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
+    """Validate every line first, so a malformed script fails before anything runs."""
+    events: list[tuple[int, str, Any]] = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScriptError(number, f"not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise ScriptError(
+                number, f"a line is a JSON object with one of {', '.join(LINE_KINDS)}"
+            )
+        kinds = [k for k in obj if k in LINE_KINDS]
+        if len(kinds) != 1:
+            raise ScriptError(number, f"a line holds exactly one of {', '.join(LINE_KINDS)}")
+        kind = kinds[0]
+        extra = set(obj) - {kind} - ({"members"} if kind == "circle" else set())
+        if extra:
+            raise ScriptError(number, f"unexpected key(s) {', '.join(sorted(extra))}")
+        value = obj[kind]
+        if kind == "circle":
+            members = obj.get("members", [])
+            if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+                raise ScriptError(number, '"members" is a list of user names')
+            _check(number, kind, value)
+            value = {"name": value, "members": members}
+        else:
+            _check(number, kind, value)
+        events.append((number, kind, value))
+    return events
+
+
+def _check(number: int, kind: str, value: Any) -> None:
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise ScriptError(number, what)
+
+    if kind == "circle":
+        need(isinstance(value, str) and bool(value), '"circle" needs a name')
+    elif kind == "say":
+        need(isinstance(value, dict), '"say" needs {"from", "in", "text"}')
+        need(
+            all(isinstance(value.get(k), str) for k in ("from", "in", "text")),
+            '"say" needs string "from", "in" and "text"',
+        )
+        need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+    elif kind == "clock":
+        need(
+            isinstance(value, str) and (bool(_DURATION.match(value)) or _is_time(value)),
+            '"clock" is "+15m" (s, m, h, d) or an ISO time like "2026-03-01T10:00:00Z"',
+        )
+    elif kind == "jobs":
+        need(value == "drain", '"jobs" must be "drain"')
+    elif kind == "probe":
+        need(
+            isinstance(value, dict)
+            and all(isinstance(value.get(k), str) for k in ("as", "in", "query")),
+            '"probe" needs string "as", "in" and "query"',
+        )
+        need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+    elif kind == "dump":
+        need(value == "all", '"dump" must be "all"')
+    elif kind == "calendar":
+        need(
+            isinstance(value, dict)
+            and isinstance(value.get("user"), str)
+            and isinstance(value.get("event"), dict),
+            '"calendar" needs "user" and "event"',
+        )
+
+
+def _is_thread(ref: Any) -> bool:
+    return isinstance(ref, str) and re.match(r"^(group|dm):[^:\s]+$", ref) is not None
+
+
+def _is_time(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class Names:
+    """Script names ↔ Telegram ids, assigned in order of first mention."""
+
+    users: dict[str, int] = field(default_factory=dict)
+    circles: dict[str, int] = field(default_factory=dict)
+    _user_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1001))
+    _circle_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def user(self, name: str) -> int:
+        if name not in self.users:
+            self.users[name] = next(self._user_ids)
+        return self.users[name]
+
+    def circle(self, name: str) -> int:
+        if name not in self.circles:
+            self.circles[name] = -1_000_000_000 - next(self._circle_ids)
+        return self.circles[name]
+
+    def user_name(self, user_id: str | None) -> str | None:
+        if user_id is None:
+            return None
+        for name, tid in self.users.items():
+            if str(tid) == user_id:
+                return name
+        return user_id
+
+    def circle_name(self, circle_id: str | None) -> str | None:
+        if circle_id is None:
+            return None
+        for name, cid in self.circles.items():
+            if str(cid) == circle_id:
+                return name
+        return circle_id
+
+
+def display_name(name: str) -> str:
+    return name[:1].upper() + name[1:]
+
+
+class Replay:
+    """A running bot world driven by script events."""
+
+    def __init__(self, services: Services, clock: ManualClock, jobs: Jobs | None) -> None:
+        self.services = services
+        self.clock = clock
+        self.jobs = jobs
+        self.names = Names()
+        self.api = OfflineBotAPI()
+        self.assistant = Assistant(
+            services, bot_username="alfred", after_message=jobs.after_message if jobs else None
+        )
+        self.app = build_application("7000000001:replay", self.assistant, request=self.api)
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self.output: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        await self.app.initialize()
+
+    async def stop(self) -> None:
+        await self.app.shutdown()
+
+    # --- building updates -------------------------------------------------------------
+
+    def _user(self, name: str) -> dict[str, Any]:
+        return {
+            "id": self.names.user(name),
+            "is_bot": False,
+            "first_name": display_name(name),
+            "username": name,
+        }
+
+    def _chat(self, ref: str) -> dict[str, Any]:
+        kind, name = ref.split(":", 1)
+        if kind == "group":
+            return {"id": self.names.circle(name), "type": "group", "title": display_name(name)}
+        user = self._user(name)
+        return {
+            "id": user["id"],
+            "type": "private",
+            "first_name": user["first_name"],
+            "username": name,
+        }
+
+    async def _feed(self, payload: dict[str, Any]) -> None:
+        payload["update_id"] = next(self._update_ids)
+        update = Update.de_json(payload, self.app.bot)
+        await self.app.process_update(update)
+
+    def _message(
+        self, chat: dict[str, Any], sender: dict[str, Any], **fields: Any
+    ) -> dict[str, Any]:
+        return {
+            "message_id": next(self._message_ids),
+            "date": int(self.clock.now().timestamp()),
+            "chat": chat,
+            "from": sender,
+            **fields,
+        }
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def circle(self, name: str, members: list[str]) -> None:
+        chat = self._chat(f"group:{name}")
+        first = self._user(members[0]) if members else self._user("someone")
+        bot = self.api.bot_user()
+        await self._feed(
+            {
+                "my_chat_member": {
+                    "chat": chat,
+                    "from": first,
+                    "date": int(self.clock.now().timestamp()),
+                    "old_chat_member": {"user": bot, "status": "left"},
+                    "new_chat_member": {"user": bot, "status": "member"},
+                }
+            }
+        )
+        if members:
+            await self._feed(
+                {
+                    "message": self._message(
+                        chat, first, new_chat_members=[self._user(m) for m in members]
+                    )
+                }
+            )
+        self.api.take()  # the greeting is not part of the scripted conversation
+
+    async def say(self, sender: str, where: str, text: str) -> list[dict[str, Any]]:
+        chat = self._chat(where)
+        fields: dict[str, Any] = {"text": text}
+        entities = _mentions(text, self.api.username)
+        if entities:
+            fields["entities"] = entities
+        await self._feed({"message": self._message(chat, self._user(sender), **fields)})
+        return [
+            {"reply": {"in": where, "to": sender, "text": sent.text}} for sent in self.api.take()
+        ]
+
+    def advance(self, value: str) -> None:
+        match = _DURATION.match(value)
+        if match:
+            amount, unit = float(match.group(1)), match.group(2)
+            self.clock.advance(timedelta(**{_UNITS[unit]: amount}))
+        else:
+            self.clock.set(datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+    async def drain(self) -> list[dict[str, Any]]:
+        if self.jobs is None:
+            return []
+        return [
+            {"job": {"name": n, "status": s}} for n, s in await self.jobs.drain(self.clock.now())
+        ]
+
+    async def viewer(self, who: str, where: str) -> Viewer:
+        d = self.services.directory
+        now = self.clock.now()
+        uid = self.names.user(who)
+        await d.upsert_user(uid, display_name(who), who, now)
+        kind, name = where.split(":", 1)
+        thread: Thread | None
+        if kind == "group":
+            thread = await d.thread(str(self.names.circle(name)))
+            if thread is None:
+                circle = await d.upsert_circle(self.names.circle(name), display_name(name), now)
+                thread = await d.thread(circle.id)
+        else:
+            thread = await d.dm_thread(str(self.names.user(name)), self.names.user(name), now)
+        assert thread is not None
+        return await d.viewer(str(uid), thread)
+
+    async def probe(self, who: str, where: str, query: str) -> dict[str, Any]:
+        viewer = await self.viewer(who, where)
+        session = await self._session(viewer.thread.id)
+        always, block, _, retrieved, scored = await self.assistant.context_for(
+            viewer, query, session
+        )
+        memories = [
+            {
+                "id": f.fact.id,
+                "content": f.fact.content,
+                "category": f.fact.category.value,
+                "owner": self.names.user_name(f.fact.partition.owner_user_id),
+                "visibility": f.fact.partition.visibility.value,
+                "circle": self.names.circle_name(f.fact.partition.circle_id),
+                "score": round(f.score, 4),
+            }
+            for f in scored
+        ]
+        context = "\n\n".join(b for b in (always, block) if b)
+        return {
+            "probe": {
+                "as": who,
+                "in": where,
+                "query": query,
+                "retrieved": retrieved,
+                "memories": memories,
+                "context": context,
+            }
+        }
+
+    async def _session(self, thread_id: str) -> str | None:
+        doc = await self.services.mongo.db["threads"].find_one(
+            {"_id": thread_id}, {"session_id": 1}
+        )
+        return str(doc["session_id"]) if doc and doc.get("session_id") else None
+
+    async def dump(self) -> dict[str, Any]:
+        s = self.services
+        notes = await s.notes.all_for_audit()
+
+        def plain(model: Any) -> dict[str, Any]:
+            data: dict[str, Any] = model.model_dump(mode="json", exclude={"embedding"})
+            part = data.pop("partition", None)
+            if part:
+                data.update(part)
+            return data
+
+        return {
+            "dump": {
+                "facts": [plain(f) for f in await s.facts.all_for_audit()],
+                "reflections": [plain(r) for r in notes["reflections"]],
+                "consolidated": [plain(c) for c in notes["consolidated"]],
+                "clarifications": [plain(c) for c in notes["clarifications"]],
+                "messages": [plain(m) for m in await s.journal.all_for_audit()],
+            }
+        }
+
+    async def run_event(self, kind: str, value: Any) -> list[dict[str, Any]]:
+        if kind == "circle":
+            await self.circle(value["name"], value["members"])
+            return []
+        if kind == "say":
+            return await self.say(value["from"], value["in"], value["text"])
+        if kind == "clock":
+            self.advance(value)
+            return []
+        if kind == "jobs":
+            return await self.drain()
+        if kind == "probe":
+            return [await self.probe(value["as"], value["in"], value["query"])]
+        if kind == "dump":
+            return [await self.dump()]
+        if kind == "calendar":
+            return [
+                {
+                    "warning": {
+                        "line": "calendar",
+                        "text": "calendar events need the calendar integration, "
+                        "which this version of Alfred does not have yet",
+                    }
+                }
+            ]
+        raise AssertionError(kind)
+
+
+def _mentions(text: str, username: str) -> list[dict[str, Any]]:
+    """``@alfred`` mention entities, with offsets in UTF-16 code units as Telegram sends."""
+    out = []
+    for match in re.finditer(rf"@{re.escape(username)}\b", text, re.IGNORECASE):
+        offset = len(text[: match.start()].encode("utf-16-le")) // 2
+        length = len(match.group(0).encode("utf-16-le")) // 2
+        out.append({"type": "mention", "offset": offset, "length": length})
+    return out
+
+
+@asynccontextmanager
+async def replay_world(
+    settings: Settings, *, start: datetime = DEFAULT_START, with_jobs: bool = True
+) -> AsyncIterator[Replay]:
+    """Services on a manual clock, the application, and the background jobs."""
+    clock = ManualClock(start)
+    services = await build_services(settings, clock=clock)
+    jobs: Jobs | None = None
+    try:
+        from integrations.mongo.migrator import MigrationContext, migrate
+
+        await migrate(
+            MigrationContext(
+                services.mongo.db,
+                atlas_search=services.capabilities.atlas_search,
+                embedding_dims=services.embedder.dimensions,
+                log=lambda _: None,
+            )
+        )
+        if with_jobs:
+            from bot.replay_jobs import open_replay_jobs
+
+            jobs = await open_replay_jobs(services)
+        replay = Replay(services, clock, jobs)
+        await replay.start()
+        try:
+            yield replay
+        finally:
+            await replay.stop()
+    finally:
+        close = getattr(jobs, "aclose", None)
+        if close is not None:
+            await close()
+        await services.aclose()
+
+
+async def run_script(settings: Settings, events: list[tuple[int, str, Any]], emit: Any) -> None:
+    """Run parsed events, calling ``emit(obj)`` for every output object."""
+    start = DEFAULT_START
+    first_say = next((i for i, (_, k, _) in enumerate(events) if k == "say"), len(events))
+    for _, kind, value in events[:first_say]:
+        if kind == "clock" and not _DURATION.match(value):
+            start = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    async with replay_world(settings, start=start) as replay:
+        for _, kind, value in events:
+            for obj in await replay.run_event(kind, value):
+                emit(obj)
+
+
+@asynccontextmanager
+async def data_folder(path: Path | None) -> AsyncIterator[Path]:
+    """The given folder, or a temporary one removed afterwards."""
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="alfred-replay-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,320 @@
+"""The python-telegram-bot application: thin handlers around the :class:`Assistant`.
+
+Handlers turn updates into :class:`Incoming`, call the assistant, and send what it
+returns. Membership updates keep circles right: a member who leaves loses the circle's
+memories in their DM at once (the viewer is computed from membership on every read), and
+a group that removes the bot is archived. Updates are deduplicated by ``update_id``; an
+update that fails because a dependency is down is written to a spool file and retried,
+so it is never lost for good.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from telegram import Chat, Message, MessageEntity, Update
+from telegram.constants import ChatMemberStatus, ChatType
+from telegram.ext import (
+    AIORateLimiter,
+    Application,
+    ApplicationBuilder,
+    BaseRateLimiter,
+    ChatMemberHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
+from telegram.request import BaseRequest
+
+from bot.assistant import MEMORY_DOWN, Assistant
+from bot.commands import help_text, start_text, status_text
+from bot.incoming import Incoming, Sender, split_for_telegram
+
+log = logging.getLogger(__name__)
+
+NON_TEXT_REPLY = (
+    "I can only read text (and the captions of photos) for now — could you write it down?"
+)
+UNKNOWN_COMMAND = "I don't know that command. Try /help."
+SEEN_UPDATES = 10_000
+
+
+class UpdateDeduplicator:
+    """Remembers recent ``update_id``s so a redelivered update is handled once."""
+
+    def __init__(self, size: int = SEEN_UPDATES) -> None:
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._size = size
+
+    def first_time(self, update_id: int) -> bool:
+        if update_id in self._seen:
+            return False
+        self._seen[update_id] = None
+        while len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+        return True
+
+
+class Spool:
+    """Updates that could not be handled because a dependency was down, kept on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, update: Update) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(update.to_dict()) + "\n")
+
+    def take(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        self.path.unlink()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _sender(message: Message) -> Sender | None:
+    user = message.from_user
+    if user is None:
+        return None
+    return Sender(
+        telegram_id=user.id,
+        name=user.full_name or user.username or str(user.id),
+        username=user.username,
+        is_bot=user.is_bot,
+    )
+
+
+def addressed_to_bot(message: Message, bot_id: int, bot_username: str) -> bool:
+    """Mentioned (@alfred or a text mention), or replied to."""
+    if message.reply_to_message and message.reply_to_message.from_user:
+        if message.reply_to_message.from_user.id == bot_id:
+            return True
+    entities = message.parse_entities() | message.parse_caption_entities()
+    for entity, text in entities.items():
+        if entity.type == MessageEntity.MENTION and text.lstrip("@").lower() == bot_username:
+            return True
+        if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == bot_id:
+            return True
+    return False
+
+
+def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | None:
+    message = update.effective_message
+    chat = update.effective_chat
+    if message is None or chat is None or chat.type == ChatType.CHANNEL:
+        return None
+    sender = _sender(message)
+    if sender is None or sender.is_bot:
+        return None
+    text = message.text or message.caption or ""
+    kind = "text" if message.text else ("caption" if message.caption else "other")
+    if message.forward_origin is not None:
+        kind = "forwarded"
+        text = f"[forwarded] {text}" if text else ""
+    if update.edited_message is not None:
+        kind = "edited"
+    return Incoming(
+        chat_id=chat.id,
+        chat_type=chat.type,  # type: ignore[arg-type]
+        sender=sender,
+        message_id=message.message_id,
+        text=text,
+        chat_title=chat.title,
+        addressed=addressed_to_bot(message, bot_id, bot_username),
+        update_id=update.update_id,
+        kind=kind,
+    )
+
+
+class AlfredHandlers:
+    """The handlers, bound to one assistant."""
+
+    def __init__(self, assistant: Assistant, spool: Spool | None = None) -> None:
+        self.assistant = assistant
+        self.dedup = UpdateDeduplicator()
+        self.spool = spool
+
+    async def _send(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        chat_id: int,
+        text: str,
+        reply_to: int | None = None,
+    ) -> None:
+        for part in split_for_telegram(text):
+            await context.bot.send_message(
+                chat_id=chat_id,
+                text=part,
+                reply_to_message_id=reply_to,
+                allow_sending_without_reply=True,
+            )
+
+    async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """First handler group: drop updates seen before."""
+        from telegram.ext import ApplicationHandlerStop
+
+        if not self.dedup.first_time(update.update_id):
+            raise ApplicationHandlerStop
+
+    async def message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        bot = context.bot
+        inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
+        if inc is None:
+            return
+        if not inc.text.strip():
+            if not inc.is_group or inc.addressed:
+                await self._send(
+                    context, inc.chat_id, NON_TEXT_REPLY, inc.message_id if inc.is_group else None
+                )
+            return
+        try:
+            turn = await self.assistant.handle(inc)
+        except Exception:
+            log.exception("update %s failed; spooled for retry", update.update_id)
+            if self.spool is not None:
+                self.spool.add(update)
+            if inc.addressed or not inc.is_group:
+                await self._send(context, inc.chat_id, MEMORY_DOWN)
+            return
+        if inc.kind == "edited":
+            return
+        for out in turn.replies:
+            await self._send(
+                context, out.chat_id, out.text, out.reply_to_message_id if inc.is_group else None
+            )
+
+    async def command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        chat = update.effective_chat
+        if message is None or chat is None or message.text is None:
+            return
+        name = message.text.split()[0].lstrip("/").split("@")[0].lower()
+        bot = context.bot
+        inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
+        if inc is None:
+            return
+        thread, viewer = await self.assistant.register(inc)
+        if name == "start":
+            text = await start_text(self.assistant, viewer)
+        elif name == "help":
+            text = help_text(self.assistant.s.llm.offline)
+        elif name == "status":
+            text = await status_text(self.assistant, viewer)
+        else:
+            text = UNKNOWN_COMMAND
+        await self._send(context, chat.id, text, message.message_id if inc.is_group else None)
+
+    async def members(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Join/leave service messages and chat_member updates keep the circle right."""
+        s = self.assistant.s
+        chat = update.effective_chat
+        if chat is None or chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
+            return
+        now = s.clock.now()
+        circle = await s.directory.upsert_circle(chat.id, chat.title, now)
+        message = update.effective_message
+        joined = list(message.new_chat_members) if message and message.new_chat_members else []
+        left = [message.left_chat_member] if message and message.left_chat_member else []
+        if update.chat_member is not None:
+            member = update.chat_member.new_chat_member
+            if member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+                left.append(member.user)
+            elif member.status in (
+                ChatMemberStatus.MEMBER,
+                ChatMemberStatus.ADMINISTRATOR,
+                ChatMemberStatus.OWNER,
+                ChatMemberStatus.RESTRICTED,
+            ):
+                joined.append(member.user)
+        for user in joined:
+            if user.id == context.bot.id:
+                continue
+            registered = await s.directory.upsert_user(user.id, user.full_name, user.username, now)
+            await s.directory.add_member(circle.id, registered.id)
+        for user in left:
+            if user.id == context.bot.id:
+                await s.directory.archive_circle(circle.id, now)
+            else:
+                await s.directory.remove_member(circle.id, str(user.id))
+
+    async def bot_membership(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """The bot added to a group (a new circle) or removed (the circle is archived)."""
+        change = update.my_chat_member
+        if change is None or change.chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
+            return
+        s = self.assistant.s
+        now = s.clock.now()
+        circle = await s.directory.upsert_circle(change.chat.id, change.chat.title, now)
+        status = change.new_chat_member.status
+        if status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+            await s.directory.archive_circle(circle.id, now)
+            return
+        if change.from_user and not change.from_user.is_bot:
+            user = change.from_user
+            registered = await s.directory.upsert_user(user.id, user.full_name, user.username, now)
+            await s.directory.add_member(circle.id, registered.id)
+        if change.old_chat_member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
+            await context.bot.send_message(
+                change.chat.id,
+                "Hello! I'm Alfred. I'll remember what you share here for the whole group, and "
+                "what each of you tells me in a private chat stays private. Mention me "
+                "(@" + (context.bot.username or "alfred") + ") or reply to me to talk.",
+            )
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        log.error(
+            "unhandled error in a handler: %s", type(context.error).__name__, exc_info=context.error
+        )
+
+
+def build_application(
+    token: str,
+    assistant: Assistant,
+    *,
+    base_url: str | None = None,
+    request: BaseRequest | None = None,
+    rate_limiter: BaseRateLimiter[Any] | None = None,
+    spool: Spool | None = None,
+    post_init: Callable[[Application[Any, Any, Any, Any, Any, Any]], Coroutine[Any, Any, None]]
+    | None = None,
+) -> Application[Any, Any, Any, Any, Any, Any]:
+    """Alfred's PTB application, with its handlers, for polling, webhook or replay."""
+    builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = ApplicationBuilder().token(token)
+    if base_url:
+        builder = builder.base_url(base_url)
+    if request is not None:
+        builder = builder.request(request).get_updates_request(request)
+    builder = builder.rate_limiter(rate_limiter if rate_limiter is not None else AIORateLimiter())
+    if post_init is not None:
+        builder = builder.post_init(post_init)
+    application = builder.build()
+    h = AlfredHandlers(assistant, spool)
+    application.add_handler(TypeHandler(Update, h.gate), group=-1)
+    application.add_handler(ChatMemberHandler(h.bot_membership, ChatMemberHandler.MY_CHAT_MEMBER))
+    application.add_handler(ChatMemberHandler(h.members, ChatMemberHandler.CHAT_MEMBER))
+    application.add_handler(
+        MessageHandler(
+            filters.StatusUpdate.NEW_CHAT_MEMBERS | filters.StatusUpdate.LEFT_CHAT_MEMBER, h.members
+        )
+    )
+    application.add_handler(MessageHandler(filters.COMMAND, h.command))
+    application.add_handler(
+        MessageHandler(
+            (filters.UpdateType.MESSAGES | filters.UpdateType.EDITED_MESSAGE)
+            & ~filters.StatusUpdate.ALL
+            & ~filters.COMMAND,
+            h.message,
+        )
+    )
+    application.add_error_handler(h.on_error)
+    application.bot_data["handlers"] = h
+    return application

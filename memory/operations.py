@@ -1,0 +1,365 @@
+"""Memory operations on the reply path: remember now, correct now, forget, erase, and
+the clarifications that formation leaves for a person.
+
+These run while the person waits, so each is a handful of queries and at most one fast
+model call. Everything reads through the viewer (the privacy filter is in every query)
+and writes into the partition the thread decides, never one the model names.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memory.facts import FactWriter, clip_words
+from memory.ids import normalise_content
+from memory.llm import LLM, LLMOutputError
+from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
+from memory.ports import Clock, Embedder
+from memory.privacy import is_visible
+from memory.prompts.common import JournalLine, Person
+from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+from memory.search.text import tokenize
+from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
+
+log = logging.getLogger(__name__)
+
+#: Below this cosine a correction does not replace an existing fact (it is simply added).
+CORRECTION_MATCH = 0.55
+#: How close a stored fact must be to "forget …" to be deleted.
+FORGET_MATCH = 0.6
+
+CONFIRM_REMEMBER = "Got it, I'll remember that."
+ALREADY_KNEW = "I already knew that — still remembered."
+FORGOTTEN = "Done — I've forgotten that."
+NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
+
+_YES = re.compile(
+    r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
+)
+_NO = re.compile(
+    r"^\s*(no|nope|nah|not really|it hasn'?t|still|wrong|that'?s wrong|no,? it'?s the same)\b",
+    re.I,
+)
+
+
+@dataclass
+class OperationResult:
+    """What an operation did, and what to tell the person."""
+
+    text: str
+    facts: list[Fact] = field(default_factory=list)
+    removed: dict[str, int] = field(default_factory=dict)
+
+
+def _content_terms(text: str) -> set[str]:
+    return set(tokenize(text))
+
+
+def overlap(a: str, b: str) -> float:
+    """Share of ``a``'s content terms found in ``b`` (stemmed, stopwords dropped)."""
+    terms = _content_terms(a)
+    if not terms:
+        return 0.0
+    return len(terms & _content_terms(b)) / len(terms)
+
+
+class MemoryOperations:
+    """The hot-path memory API the bot calls."""
+
+    def __init__(
+        self,
+        *,
+        facts: FactStore,
+        writer: FactWriter,
+        notes: NotesStore,
+        journal: JournalStore,
+        llm: LLM,
+        embedder: Embedder,
+        clock: Clock,
+        mirror: SemanticMirror | None = None,
+    ) -> None:
+        self.facts = facts
+        self.writer = writer
+        self.notes = notes
+        self.journal = journal
+        self.llm = llm
+        self.embedder = embedder
+        self.clock = clock
+        self.mirror = mirror
+
+    async def _facts_from(
+        self, thread: Thread, speaker: Person, statement: str, message_id: str
+    ) -> list[tuple[str, Category, int, bool]]:
+        """Facts in one statement: (content, category, importance, about the circle)."""
+        ctx = ExtractFactsContext(
+            thread_kind=thread.kind,
+            thread_owner_id=thread.user_id,
+            people=[speaker],
+            now=self.clock.now(),
+            lines=[
+                JournalLine(
+                    message_id=message_id,
+                    role=Role.USER,
+                    speaker_id=speaker.id,
+                    speaker_name=speaker.name,
+                    text=statement,
+                )
+            ],
+        )
+        try:
+            found = (await self.llm.run(EXTRACT_FACTS, ctx)).facts
+        except LLMOutputError as exc:
+            log.warning("hot-path extraction failed, storing the words as said: %s", exc)
+            found = []
+        out = [
+            (f.content, f.category, f.importance, f.about == "circle")
+            for f in found
+            if f.content.strip()
+        ]
+        if not out and statement.strip():
+            out = [(f"{speaker.name}: {statement.strip()}", Category.FACT, 6, False)]
+        return out
+
+    async def remember(
+        self, thread: Thread, speaker: Person, payload: str, message_id: str
+    ) -> OperationResult:
+        """Store an explicit "remember that …" at once, in the thread's partition."""
+        facts = await self._facts_from(thread, speaker, payload, message_id)
+        items = [
+            (
+                content,
+                category,
+                max(importance, 7),
+                thread.partition_for(speaker.id, about_circle=about_circle),
+                Provenance(
+                    thread_id=thread.id,
+                    message_ids=[message_id],
+                    speaker_id=speaker.id,
+                    source="explicit",
+                ),
+            )
+            for content, category, importance, about_circle in facts
+        ]
+        stored = await self.writer.add_many(items)
+        new = [f for f, created in stored if created]
+        for fact in new:
+            if self.mirror is not None:
+                await self.mirror.mirror(fact)
+        text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
+        return OperationResult(text=text, facts=[f for f, _ in stored])
+
+    async def correct(
+        self,
+        viewer: Viewer,
+        speaker: Person,
+        statement: str | None,
+        negated: str | None,
+        message_id: str,
+    ) -> OperationResult:
+        """Apply "actually …" at once: the closest fact of the speaker's partition here is
+        invalidated (kept as history) and the corrected statement stored."""
+        thread = viewer.thread
+        partitions = {
+            thread.partition_for(speaker.id),
+            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
+        }
+        probe = negated or statement
+        replaced: Fact | None = None
+        if probe:
+            replaced = await self._closest(viewer, partitions, probe, CORRECTION_MATCH)
+        now = self.clock.now()
+        if replaced is not None:
+            await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
+        stored: list[Fact] = []
+        if statement:
+            facts = await self._facts_from(thread, speaker, statement, message_id)
+            items = [
+                (
+                    content,
+                    category,
+                    max(importance, 6),
+                    replaced.partition if replaced else thread.partition_for(speaker.id),
+                    Provenance(
+                        thread_id=thread.id,
+                        message_ids=[message_id],
+                        speaker_id=speaker.id,
+                        source="correction",
+                    ),
+                )
+                for content, category, importance, _ in facts
+            ]
+            stored = [f for f, _ in await self.writer.add_many(items)]
+        if replaced is not None and stored:
+            text = f"Thanks for the correction — I've updated it: {stored[0].content}"
+        elif replaced is not None:
+            text = "Thanks — I've noted that this is no longer true."
+        elif stored:
+            text = f"Thanks, noted: {stored[0].content}"
+        else:
+            text = "Thanks — tell me what changed and I'll update what I remember."
+        return OperationResult(text=text, facts=stored)
+
+    async def _closest(
+        self, viewer: Viewer, partitions: set[Partition], text: str, threshold: float
+    ) -> Fact | None:
+        candidates = [
+            f
+            for f in await self.facts.list_visible(viewer)
+            if f.partition in partitions and is_visible(f.partition, viewer)
+        ]
+        if not candidates:
+            return None
+        query = (await self.embedder.embed([text]))[0]
+        best: tuple[float, Fact] | None = None
+        for fact in candidates:
+            score = overlap(text, fact.content)
+            if fact.embedding is not None and len(fact.embedding) == len(query):
+                score = max(score, float(np.dot(np.asarray(fact.embedding), query)))
+            if best is None or score > best[0]:
+                best = (score, fact)
+        if best is None or best[0] < threshold:
+            return None
+        return best[1]
+
+    async def forget(self, viewer: Viewer, target: str) -> OperationResult:
+        """Hard-delete the memory that best matches ``target`` and everything derived
+        from it: its history, its mem0 copy, reflections and blobs that mention it
+        (blobs are rebuilt from their other reflections), and the messages it came from.
+
+        Only the viewer's own memories and the circle's shared ones can be forgotten by
+        them; another member's memories stay theirs to manage."""
+        own = [
+            f
+            for f in await self.facts.list_visible(viewer, include_history=True)
+            if f.partition.owner_user_id in (None, viewer.user_id)
+        ]
+        if not own:
+            return OperationResult(text=NOTHING_TO_FORGET)
+        query = (await self.embedder.embed([target]))[0]
+        scored = []
+        for fact in own:
+            score = overlap(target, fact.content)
+            if fact.embedding is not None and len(fact.embedding) == len(query):
+                score = max(score, float(np.dot(np.asarray(fact.embedding), query)))
+            scored.append((score, fact))
+        scored.sort(key=lambda pair: -pair[0])
+        best = scored[0][0]
+        if best < FORGET_MATCH:
+            return OperationResult(text=NOTHING_TO_FORGET)
+        # everything about as close as the best match (versions of the same memory)
+        doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
+        removed = await self.erase_facts(viewer.user_id, doomed, [target])
+        return OperationResult(text=FORGOTTEN, removed=removed)
+
+    async def erase_facts(
+        self, user_id: str, doomed: Sequence[Fact], phrases: Sequence[str]
+    ) -> dict[str, int]:
+        """The forget cascade for specific facts."""
+        deleted = await self.facts.delete([f.id for f in doomed])
+        if self.mirror is not None:
+            await self.mirror.forget(deleted)
+        needles = [
+            *phrases,
+            *(f.content for f in deleted),
+            *(h.content for f in deleted for h in f.history),
+        ]
+        keys = sorted({f.partition.key() for f in deleted})
+        reflections = [
+            r
+            for r in await self.notes.reflections_mentioning(keys, [])
+            if any(overlap(n, r.content) >= 0.6 for n in needles)
+        ]
+        removed_reflections = await self.notes.delete_reflections([r.id for r in reflections])
+        blobs = [
+            b
+            for b in await self.notes.blobs_mentioning(keys, [])
+            if any(overlap(n, b.content) >= 0.5 for n in needles)
+        ]
+        for blob in blobs:
+            await self.notes.delete_blob(blob.id)
+        messages = await self.journal.delete_containing(user_id, needles)
+        messages += await self._delete_matching_messages(user_id, needles)
+        return {
+            "facts": len(deleted),
+            "reflections": len(removed_reflections),
+            "consolidated": len(blobs),
+            "messages": messages,
+        }
+
+    async def _delete_matching_messages(self, user_id: str, needles: Sequence[str]) -> int:
+        """Messages that say the same thing in other words (most content terms shared)."""
+        recent = await self.journal.recent_by_user(user_id, limit=500)
+        ids = [
+            m.id
+            for m in recent
+            if any(overlap(n, m.text) >= 0.75 for n in needles if _content_terms(n))
+        ]
+        return await self.journal.delete_by_ids(ids)
+
+    async def forget_everything(self, user_id: str) -> dict[str, int]:
+        """Erase a user entirely: facts they own or stated, notes, clarifications, messages.
+        (The directory entry is removed by the caller, which also leaves the circles.)"""
+        facts = await self.facts.owned_by(user_id)
+        deleted = await self.facts.delete([f.id for f in facts])
+        if self.mirror is not None:
+            await self.mirror.forget(deleted)
+        counts = {"facts": len(deleted)}
+        counts.update(await self.notes.delete_for_user(user_id))
+        counts["messages"] = await self.journal.delete_user(user_id)
+        return counts
+
+    # --- clarifications ------------------------------------------------------------------
+
+    async def question_for(self, viewer: Viewer) -> str | None:
+        """A pending question for this person here, marked as asked."""
+        item = await self.notes.pending_clarification(viewer)
+        if item is None:
+            return None
+        await self.notes.set_clarification_status(item.id, "asked")
+        return item.question
+
+    async def answer(self, viewer: Viewer, text: str) -> OperationResult | None:
+        """Resolve the question last asked here from the person's answer, if it is one."""
+        item = await self.notes.asked_clarification(viewer)
+        if item is None:
+            return None
+        now = self.clock.now()
+        if (
+            _NO.match(text)
+            and item.kind == "contradiction"
+            and item.fact_id
+            and item.proposed_content
+        ):
+            # Not changed: the newer statement was wrong; restore the older one.
+            new = await self.facts.get(item.fact_id)
+            old = await self.facts.get(item.proposed_content)
+            if new is not None:
+                await self.facts.invalidate(
+                    new.id, at=now, reason="the person said it had not changed"
+                )
+            if old is not None:
+                await self.writer.add(
+                    old.content,
+                    old.partition,
+                    category=old.category,
+                    importance=old.importance,
+                    provenance=old.provenance,
+                )
+            await self.notes.set_clarification_status(item.id, "resolved", now)
+            return OperationResult(text="Thanks — I'll keep remembering it the way it was.")
+        if _YES.match(text):
+            await self.notes.set_clarification_status(item.id, "resolved", now)
+            return OperationResult(text="Thanks — I've updated what I remember.")
+        return None
+
+
+def same_content(a: str, b: str) -> bool:
+    return normalise_content(a) == normalise_content(b)
+
+
+__all__ = ["MemoryOperations", "OperationResult", "clip_words", "same_content"]

@@ -1,0 +1,2113 @@
+"""A local, scriptable Telegram Bot API server, so tests drive the REAL python-telegram-bot.
+
+Why a server and not a mocked ``Bot``: PTB's request layer (httpx, form encoding, error
+mapping, retries, the rate limiter, the Updater's long polling and its tornado webhook
+server) is where integration bugs live. Mocking ``Bot.send_message`` skips all of it.
+Here the bot is built exactly as in production, only with
+``Application.builder().base_url(tg.base_url).base_file_url(tg.base_file_url)``, and
+everything it does goes over HTTP on 127.0.0.1 to this aiohttp server.
+
+Wire format (what PTB 22 actually sends, see ``telegram/request/_httpxrequest.py``):
+every call is ``POST {base_url}{token}/{method}`` with an
+``application/x-www-form-urlencoded`` body (``multipart/form-data`` when a file is
+uploaded). Each form value is a *string*: ``str`` parameters go raw, everything else
+(ints, bools, lists, objects such as ``reply_parameters``) is ``json.dumps``-ed. So
+``chat_id=42&text=hi&reply_parameters={"message_id": 7}``. The server decodes values
+back with :func:`_coerce_param`; JSON bodies and GET query strings work too, as they do
+on the real API. Answers are ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error_code": N, "description": "...", "parameters": {...}}`` with the
+HTTP status equal to ``error_code`` (PTB maps the *status*: 400 BadRequest, 401/404
+InvalidToken, 403 Forbidden, 409 Conflict, ``parameters.retry_after`` RetryAfter,
+``parameters.migrate_to_chat_id`` ChatMigrated, anything else NetworkError).
+
+Usage::
+
+    async with FakeTelegram(bot_username="alfred") as tg:
+        ann = tg.user("Ann")
+        family = tg.group_chat(title="Family", members=[ann])
+        app = Application.builder().token(tg.token).base_url(tg.base_url).build()
+        ...
+        tg.push_update(tg.text_message(family, ann, "hey @alfred, milk is out"))
+        sent = await tg.wait_for_messages(1)
+        assert sent[0]["chat_id"] == family["id"]
+
+Updates: builders (:meth:`FakeTelegram.text_message`, :meth:`~FakeTelegram.photo_message`,
+:meth:`~FakeTelegram.my_chat_member`, ...) return update dicts *without* ``update_id``;
+:meth:`FakeTelegram.push_update` numbers and queues them. Queued updates are served by
+``getUpdates`` (long polling, ``offset`` confirms, ``allowed_updates`` filters with the
+real default of excluding ``chat_member``/``message_reaction*``) or, once ``setWebhook``
+was called, POSTed to the webhook URL with ``Content-Type: application/json`` and the
+``X-Telegram-Bot-Api-Secret-Token`` header; an update leaves the queue only on a 2xx.
+While a webhook is set, ``getUpdates`` answers 409 Conflict, like the real API.
+
+Realism the fake enforces (each a bug class a mock would hide): text over 4096
+characters *after* entity parsing is 400 "message is too long"; broken HTML/MarkdownV2
+is 400 "can't parse entities" (``<br>``, an unescaped ``<`` or ``.``); replying to a
+message the chat never had is 400 "message to be replied not found"; unknown chats are
+400 "chat not found"; a bot that was kicked/blocked gets 403; entity offsets are UTF-16
+code units; editing with unchanged text is 400 "message is not modified"; answering a
+callback query twice is 400.
+
+Fault injection: :meth:`FakeTelegram.fail_next` (any code/description/parameters),
+:meth:`~FakeTelegram.rate_limit_next` (429 + ``retry_after``),
+:meth:`~FakeTelegram.delay_next`. Extra methods: :meth:`FakeTelegram.set_handler`.
+
+Records: :attr:`FakeTelegram.calls` (every request, including failed ones),
+:attr:`~FakeTelegram.sent_messages`, :attr:`~FakeTelegram.edited_messages`,
+:attr:`~FakeTelegram.chat_actions`, :attr:`~FakeTelegram.callback_answers`,
+:attr:`~FakeTelegram.webhook_deliveries`; wait on them with
+:meth:`~FakeTelegram.wait_for_messages`, :meth:`~FakeTelegram.wait_for_calls`,
+:meth:`~FakeTelegram.wait_until` (deadlines, never fixed sleeps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import itertools
+import json
+import re
+import socket
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+JSON = dict[str, Any]
+MethodHandler = Callable[[JSON], Any]
+"""``params -> result`` (or an awaitable of one) for :meth:`FakeTelegram.set_handler`;
+raise :class:`TelegramApiError` to answer with an error."""
+
+MAX_TEXT_LENGTH = 4096
+"""Bot API limit for ``sendMessage``/``editMessageText`` text, after entity parsing."""
+
+DEFAULT_TOKEN = "123456789:AAFakeTokenForTestsOnly_0123456789abc"
+
+# Update kinds the real API leaves out unless asked for explicitly in allowed_updates.
+_OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+
+# Form parameters that are always strings even when they look like JSON ("123", "true").
+_STRING_PARAMS = frozenset(
+    {
+        "text",
+        "caption",
+        "parse_mode",
+        "url",
+        "secret_token",
+        "callback_query_id",
+        "inline_message_id",
+        "action",
+        "language_code",
+        "ip_address",
+        "description",
+        "short_description",
+        "title",
+        "name",
+        "query",
+        "business_connection_id",
+        "message_effect_id",
+        "file_id",
+        "emoji",
+        "custom_emoji_id",
+        "first_name",
+        "last_name",
+        "phone_number",
+        "address",
+        "question",
+        "explanation",
+        "payload",
+        "show_alert_text",
+        "switch_pm_text",
+        "switch_pm_parameter",
+        "next_offset",
+    }
+)
+
+_CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+
+_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    409: "Conflict",
+    420: "Flood",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+
+
+class TelegramApiError(Exception):
+    """An error answer of the Bot API: raised inside method handlers, sent as JSON."""
+
+    def __init__(
+        self, error_code: int, description: str, parameters: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{error_code}: {description}")
+        self.error_code = error_code
+        self.description = description
+        self.parameters = dict(parameters) if parameters else None
+
+    def body(self) -> JSON:
+        """The JSON body the real API sends for this error."""
+        out: JSON = {"ok": False, "error_code": self.error_code, "description": self.description}
+        if self.parameters:
+            out["parameters"] = self.parameters
+        return out
+
+
+def _bad_request(detail: str) -> TelegramApiError:
+    return TelegramApiError(400, f"Bad Request: {detail}")
+
+
+@dataclass
+class ApiCall:
+    """One HTTP request the bot made, decoded. ``status`` is the HTTP status answered."""
+
+    method: str
+    params: JSON
+    status: int = 200
+    content_type: str = ""
+    http_method: str = "POST"
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Fault:
+    """A scripted answer for the next call of a method, used before the real handler.
+
+    ``error_code=None`` means "answer normally" (useful with ``delay`` alone).
+    """
+
+    error_code: int | None
+    description: str | None = None
+    parameters: JSON | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class WebhookConfig:
+    """What ``setWebhook`` recorded, plus delivery health as ``getWebhookInfo`` shows it."""
+
+    url: str
+    secret_token: str | None = None
+    allowed_updates: list[str] | None = None
+    max_connections: int = 40
+    ip_address: str | None = None
+    has_custom_certificate: bool = False
+    last_error_date: int | None = None
+    last_error_message: str | None = None
+
+
+@dataclass
+class WebhookDelivery:
+    """One attempt to POST an update to the webhook. ``status`` is None on network errors."""
+
+    update_id: int
+    url: str
+    status: int | None
+    error: str | None
+    secret_token: str | None
+
+
+@dataclass
+class _StoredFile:
+    file_id: str
+    file_unique_id: str
+    file_path: str
+    content: bytes
+
+
+# --------------------------------------------------------------------------------------
+# Text helpers: UTF-16 offsets and entity detection
+# --------------------------------------------------------------------------------------
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units: the unit of every Telegram entity offset and length.
+
+    "🎉" is one Python character but two code units; computing offsets with ``len()``
+    is the classic bug that makes PTB's ``parse_entities`` return garbage.
+    """
+    return len(text.encode("utf-16-le")) // 2
+
+
+def entity_for(
+    text: str, part: str, entity_type: str, *, occurrence: int = 0, **extra: Any
+) -> JSON:
+    """A MessageEntity dict covering the ``occurrence``-th ``part`` of ``text`` (UTF-16)."""
+    start = -1
+    for _ in range(occurrence + 1):
+        start = text.index(part, start + 1)
+    entity: JSON = {
+        "type": entity_type,
+        "offset": utf16_len(text[:start]),
+        "length": utf16_len(part),
+    }
+    entity.update(extra)
+    return entity
+
+
+_URL_RE = re.compile(r"https?://[^\s<>\"]+")
+_EMAIL_RE = re.compile(r"(?<![\w.@])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+_MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{3,32}(?![\w@])")
+_COMMAND_RE = re.compile(r"(?<![\w/])/[A-Za-z0-9_]{1,64}(?:@[A-Za-z0-9_]{3,32})?(?![\w/@])")
+_HASHTAG_RE = re.compile(r"(?<![\w#])#[^\W\d][\w]*")
+
+
+def detect_entities(text: str) -> list[JSON]:
+    """Entities Telegram's clients/servers add on their own: urls, emails, mentions,
+    bot commands, hashtags. Offsets and lengths in UTF-16 code units.
+
+    PTB's ``CommandHandler`` only fires when a ``bot_command`` entity starts at offset 0,
+    so command updates without this entity would silently never reach the handler.
+    """
+    found: list[tuple[int, int, str]] = []  # python start, end, type
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e, _ in found)
+
+    for regex, kind in (
+        (_URL_RE, "url"),
+        (_EMAIL_RE, "email"),
+        (_MENTION_RE, "mention"),
+        (_COMMAND_RE, "bot_command"),
+        (_HASHTAG_RE, "hashtag"),
+    ):
+        for match in regex.finditer(text):
+            start, end = match.span()
+            if kind == "url":
+                while end > start and text[end - 1] in ".,;:!?)'":
+                    end -= 1
+            if free(start, end):
+                found.append((start, end, kind))
+    found.sort()
+    return [
+        {"type": kind, "offset": utf16_len(text[:start]), "length": utf16_len(text[start:end])}
+        for start, end, kind in found
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# Formatting: parse_mode HTML / MarkdownV2 / Markdown, as strict as Telegram's server
+# --------------------------------------------------------------------------------------
+
+
+class _ParseError(Exception):
+    """A formatting error, sent as 400 "can't parse entities: <message>"."""
+
+
+class _Out:
+    """Accumulates the plain text and tracks its length in UTF-16 code units."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.u16 = 0
+
+    def add(self, chunk: str) -> None:
+        self.parts.append(chunk)
+        self.u16 += utf16_len(chunk)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _byte_offset(text: str, index: int) -> int:
+    return len(text[:index].encode("utf-8"))
+
+
+_HTML_TAGS = {
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "ins": "underline",
+    "s": "strikethrough",
+    "strike": "strikethrough",
+    "del": "strikethrough",
+    "tg-spoiler": "spoiler",
+    "span": "spoiler",
+    "a": "text_link",
+    "code": "code",
+    "pre": "pre",
+    "blockquote": "blockquote",
+    "tg-emoji": "custom_emoji",
+}
+_HTML_CHAR_REF = re.compile(r"&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,8});")
+_HTML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_HTML_NAME = re.compile(r"[a-zA-Z0-9-]*")
+_HTML_END_TAG = re.compile(r"</([a-zA-Z0-9-]*)\s*>")
+
+
+def _decode_char_ref(ref: str) -> str | None:
+    if ref.startswith(("#x", "#X")):
+        code = int(ref[2:], 16)
+    elif ref.startswith("#"):
+        code = int(ref[1:])
+    else:
+        return _HTML_NAMED.get(ref.lower())
+    if code == 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+        return None
+    return chr(code)
+
+
+def _decode_html_text(raw: str) -> str:
+    return _HTML_CHAR_REF.sub(lambda m: _decode_char_ref(m.group(1)) or m.group(0), raw)
+
+
+def _parse_html(text: str) -> tuple[str, list[JSON]]:
+    """Telegram's HTML subset (tdlib ``parse_html``): only the documented tags, only
+    ``&lt; &gt; &amp; &quot;`` and numeric references; a raw ``<`` is an error."""
+    out = _Out()
+    entities: list[JSON] = []
+    stack: list[tuple[str, int, dict[str, str], int]] = []  # tag, u16 start, attrs, index
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "&":
+            match = _HTML_CHAR_REF.match(text, i)
+            decoded = _decode_char_ref(match.group(1)) if match else None
+            if match and decoded is not None:
+                out.add(decoded)
+                i = match.end()
+            else:
+                out.add("&")
+                i += 1
+            continue
+        if char != "<":
+            out.add(char)
+            i += 1
+            continue
+        where = _byte_offset(text, i)
+        if text.startswith("</", i):
+            end = _HTML_END_TAG.match(text, i)
+            if end is None:
+                raise _ParseError(f"Unclosed end tag at byte offset {where}")
+            name = end.group(1).lower()
+            if not stack:
+                raise _ParseError(f"Unexpected end tag at byte offset {where}")
+            tag, start, open_attrs, _ = stack.pop()
+            if name and name != tag:
+                raise _ParseError(
+                    f'Unmatched end tag at byte offset {where}, expected "</{tag}>", '
+                    f'found "</{name}>"'
+                )
+            language = open_attrs.get("class", "")
+            if (
+                tag == "code"
+                and language.startswith("language-")
+                and stack
+                and (stack[-1][0] == "pre")
+            ):
+                stack[-1][2]["language"] = language.removeprefix("language-")
+            elif out.u16 > start:
+                entities.append(_html_entity(tag, start, out.u16 - start, open_attrs))
+            i = end.end()
+            continue
+        name_match = _HTML_NAME.match(text, i + 1)
+        assert name_match is not None
+        name = name_match.group(0).lower()
+        if name not in _HTML_TAGS:
+            raise _ParseError(f'Unsupported start tag "{name}" at byte offset {where}')
+        j = name_match.end()
+        attrs: dict[str, str] = {}
+        while True:
+            while j < n and text[j].isspace():
+                j += 1
+            if j >= n:
+                raise _ParseError(f"Unclosed start tag at byte offset {where}")
+            if text[j] == ">":
+                j += 1
+                break
+            attr_match = _HTML_NAME.match(text, j)
+            assert attr_match is not None
+            attr = attr_match.group(0).lower()
+            if not attr:
+                raise _ParseError(
+                    f'Empty attribute name in the tag "{name}" at byte offset {where}'
+                )
+            j = attr_match.end()
+            while j < n and text[j].isspace():
+                j += 1
+            if j < n and text[j] == "=":
+                j += 1
+                while j < n and text[j].isspace():
+                    j += 1
+                if j < n and text[j] in "\"'":
+                    close = text.find(text[j], j + 1)
+                    if close == -1:
+                        raise _ParseError(f"Unclosed start tag at byte offset {where}")
+                    value = text[j + 1 : close]
+                    j = close + 1
+                else:
+                    k = j
+                    while k < n and not text[k].isspace() and text[k] != ">":
+                        k += 1
+                    value, j = text[j:k], k
+                attrs[attr] = _decode_html_text(value)
+            else:
+                attrs[attr] = ""
+        if name == "span" and attrs.get("class") != "tg-spoiler":
+            raise _ParseError(f'Tag "span" must have class "tg-spoiler" at byte offset {where}')
+        stack.append((name, out.u16, attrs, i))
+        i = j
+    if stack:
+        raise _ParseError(f'Can\'t find end tag corresponding to start tag "{stack[-1][0]}"')
+    return out.text(), entities
+
+
+def _html_entity(tag: str, offset: int, length: int, attrs: Mapping[str, str]) -> JSON:
+    kind = _HTML_TAGS[tag]
+    entity: JSON = {"type": kind, "offset": offset, "length": length}
+    if kind == "text_link":
+        href = attrs.get("href", "")
+        if href.startswith("tg://user?id="):
+            entity["type"] = "text_mention"
+            entity["user"] = {"id": int(href.split("=", 1)[1]), "is_bot": False, "first_name": ""}
+        else:
+            entity["url"] = href
+    elif kind == "pre" and attrs.get("language"):
+        entity["language"] = attrs["language"]
+    elif kind == "blockquote" and "expandable" in attrs:
+        entity["type"] = "expandable_blockquote"
+    elif kind == "custom_emoji":
+        entity["custom_emoji_id"] = attrs.get("emoji-id", "")
+    return entity
+
+
+_MDV2_RESERVED = frozenset("_*[]()~`>#+-=|{}.!")
+_MDV2_NAMES = {
+    "bold": "Bold",
+    "italic": "Italic",
+    "underline": "Underline",
+    "strikethrough": "Strikethrough",
+    "spoiler": "Spoiler",
+    "code": "Code",
+    "pre": "Pre",
+    "text_link": "TextUrl",
+    "custom_emoji": "CustomEmoji",
+}
+
+
+def _parse_markdown_v2(text: str) -> tuple[str, list[JSON]]:
+    """MarkdownV2 as tdlib parses it: every one of ``_*[]()~`>#+-=|{}.!`` outside an
+    entity must be escaped with a backslash, or the whole message is rejected."""
+    out = _Out()
+    entities: list[JSON] = []
+    stack: list[tuple[str, int, int, JSON]] = []  # kind, u16 start, byte offset, extra
+    i, n = 0, len(text)
+
+    def close(extra: JSON | None = None) -> None:
+        kind, start, _, data = stack.pop()
+        if out.u16 > start:
+            entities.append(
+                {"type": kind, "offset": start, "length": out.u16 - start, **data, **(extra or {})}
+            )
+
+    def read_url(at: int) -> tuple[str, int]:
+        """URL inside ``(...)`` starting at ``at`` (the '('); returns (url, index after)."""
+        k, chars = at + 1, []
+        while k < n and text[k] != ")":
+            if text[k] == "\\" and k + 1 < n:
+                k += 1
+            chars.append(text[k])
+            k += 1
+        if k >= n:
+            raise _ParseError(f"Can't find end of a URL at byte offset {_byte_offset(text, at)}")
+        return "".join(chars), k + 1
+
+    while i < n:
+        char = text[i]
+        if char == "\\" and i + 1 < n and 0 < ord(text[i + 1]) <= 126:
+            out.add(text[i + 1])
+            i += 2
+            continue
+        top = stack[-1][0] if stack else None
+        if top in ("code", "pre"):
+            if top == "pre" and text.startswith("```", i):
+                close()
+                i += 3
+            elif top == "code" and char == "`":
+                close()
+                i += 1
+            else:
+                out.add(char)
+                i += 1
+            continue
+        if char not in _MDV2_RESERVED:
+            out.add(char)
+            i += 1
+            continue
+        # Closing the innermost entity?
+        if top == "underline" and text.startswith("__", i):
+            close()
+            i += 2
+            continue
+        if (top == "italic" and char == "_") or (top == "bold" and char == "*"):
+            close()
+            i += 1
+            continue
+        if top == "strikethrough" and char == "~":
+            close()
+            i += 1
+            continue
+        if top == "spoiler" and text.startswith("||", i):
+            close()
+            i += 2
+            continue
+        if top in ("text_link", "custom_emoji") and char == "]":
+            if i + 1 < n and text[i + 1] == "(":
+                url, i = read_url(i + 1)
+                if top == "custom_emoji":
+                    close({"custom_emoji_id": url.rsplit("id=", 1)[-1]})
+                else:
+                    close({"url": url})
+            else:
+                stack.pop()  # "[text]" without a URL: plain text, no entity
+                i += 1
+            continue
+        where = _byte_offset(text, i)
+        if text.startswith("__", i):
+            stack.append(("underline", out.u16, where, {}))
+            i += 2
+        elif char in "_*~":
+            kind = {"_": "italic", "*": "bold", "~": "strikethrough"}[char]
+            stack.append((kind, out.u16, where, {}))
+            i += 1
+        elif text.startswith("||", i):
+            stack.append(("spoiler", out.u16, where, {}))
+            i += 2
+        elif char == "[":
+            stack.append(("text_link", out.u16, where, {}))
+            i += 1
+        elif text.startswith("![", i):
+            stack.append(("custom_emoji", out.u16, where, {}))
+            i += 2
+        elif text.startswith("```", i):
+            newline = text.find("\n", i + 3)
+            language = text[i + 3 : newline] if newline != -1 else ""
+            data: JSON = {"language": language} if language and " " not in language else {}
+            stack.append(("pre", out.u16, where, data))
+            i = newline + 1 if data else i + 3
+        elif char == "`":
+            stack.append(("code", out.u16, where, {}))
+            i += 1
+        elif char == ">" and (i == 0 or text[i - 1] == "\n"):
+            i += 1  # block quote marker; formatting only, no text
+        else:
+            raise _ParseError(
+                f"Character '{char}' is reserved and must be escaped with the preceding '\\'"
+            )
+    if stack:
+        kind, _, where, _ = stack[-1]
+        raise _ParseError(f"Can't find end of {_MDV2_NAMES[kind]} entity at byte offset {where}")
+    return out.text(), entities
+
+
+def _parse_markdown_legacy(text: str) -> tuple[str, list[JSON]]:
+    """Legacy ``Markdown``: ``*bold* _italic_ `code` ```pre``` [text](url)``, no nesting."""
+    out = _Out()
+    entities: list[JSON] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "\\" and i + 1 < n and text[i + 1] in "_*`[":
+            out.add(text[i + 1])
+            i += 2
+            continue
+        if char not in "_*`[":
+            out.add(char)
+            i += 1
+            continue
+        where = _byte_offset(text, i)
+        missing = f"Can't find end of the entity starting at byte offset {where}"
+        start = out.u16
+        if text.startswith("```", i):
+            end = text.find("```", i + 3)
+            if end == -1:
+                raise _ParseError(missing)
+            out.add(text[i + 3 : end])
+            entities.append({"type": "pre", "offset": start, "length": out.u16 - start})
+            i = end + 3
+            continue
+        end_char = "]" if char == "[" else char
+        end = text.find(end_char, i + 1)
+        if end == -1:
+            raise _ParseError(missing)
+        out.add(text[i + 1 : end])
+        kind = {"*": "bold", "_": "italic", "`": "code", "[": "text_link"}[char]
+        entity: JSON = {"type": kind, "offset": start, "length": out.u16 - start}
+        i = end + 1
+        if kind == "text_link":
+            if i < n and text[i] == "(":
+                close = text.find(")", i)
+                if close == -1:
+                    raise _ParseError(missing)
+                entity["url"] = text[i + 1 : close]
+                i = close + 1
+            else:
+                continue
+        if entity["length"]:
+            entities.append(entity)
+    return out.text(), entities
+
+
+def format_text(text: str, parse_mode: str | None) -> tuple[str, list[JSON]]:
+    """Plain text and entities for ``text`` sent with ``parse_mode``, like the server
+    computes them; raises :class:`TelegramApiError` 400 for malformed markup."""
+    mode = (parse_mode or "").lower()
+    try:
+        if mode == "html":
+            plain, entities = _parse_html(text)
+        elif mode == "markdownv2":
+            plain, entities = _parse_markdown_v2(text)
+        elif mode == "markdown":
+            plain, entities = _parse_markdown_legacy(text)
+        elif mode:
+            raise _bad_request(f"unsupported parse_mode {parse_mode!r}")
+        else:
+            plain, entities = text, []
+    except _ParseError as exc:
+        raise _bad_request(f"can't parse entities: {exc}") from None
+    return plain, entities
+
+
+def _merge_auto_entities(plain: str, entities: list[JSON]) -> list[JSON]:
+    """Add auto-detected urls/mentions/... that don't clash with code or links."""
+    blocked = [
+        (e["offset"], e["offset"] + e["length"])
+        for e in entities
+        if e["type"] in {"code", "pre", "text_link", "text_mention", "url"}
+    ]
+    merged = list(entities)
+    for auto in detect_entities(plain):
+        start, end = auto["offset"], auto["offset"] + auto["length"]
+        if all(end <= s or start >= e for s, e in blocked):
+            merged.append(auto)
+    merged.sort(key=lambda e: (e["offset"], -e["length"]))
+    return merged
+
+
+def _coerce_param(name: str, value: str) -> Any:
+    """Undo PTB's form encoding: non-string parameters arrive as JSON text."""
+    if name in _STRING_PARAMS:
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free right now on ``host`` (for servers that want a number, such as
+    PTB's webhook server)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+# --------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------
+
+
+class FakeTelegram:
+    """A Bot API server on 127.0.0.1 with scriptable updates, faults and recordings.
+
+    One instance is one bot (``token``); use it as an async context manager. All
+    scripting methods are plain (non-async) and must be called from the event loop the
+    server runs on, which is the test's loop.
+    """
+
+    def __init__(
+        self,
+        token: str = DEFAULT_TOKEN,
+        *,
+        bot_username: str = "alfred",
+        bot_first_name: str = "Alfred",
+        can_read_all_group_messages: bool = True,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.token = token
+        prefix = token.split(":", 1)[0]
+        self.bot_id = int(prefix) if prefix.isdigit() else 777000001
+        self.bot_username = bot_username
+        self.bot_first_name = bot_first_name
+        self.can_read_all_group_messages = can_read_all_group_messages
+        self.host = host
+        self.port = 0
+
+        # What the bot did.
+        self.calls: list[ApiCall] = []
+        self.sent_messages: list[JSON] = []
+        self.edited_messages: list[JSON] = []
+        self.chat_actions: list[JSON] = []
+        self.callback_answers: list[JSON] = []
+        self.webhook_deliveries: list[WebhookDelivery] = []
+
+        # Server-side state.
+        self.webhook: WebhookConfig | None = None
+        self.allowed_updates: list[str] | None = None
+        self.commands: dict[tuple[str, str], list[JSON]] = {}
+        self.chats: dict[int, JSON] = {}
+        self.users: dict[int, JSON] = {}
+        self.members: dict[int, dict[int, JSON]] = {}
+        self.messages: dict[tuple[int, int], JSON] = {}
+        self.files: dict[str, _StoredFile] = {}
+        self._pending: list[JSON] = []
+        self._next_update_id = 100_000_001
+        self._next_message_id: dict[int, int] = {}
+        self._user_ids = itertools.count(1_000_001)
+        self._group_ids = itertools.count(4_000_001)
+        self._supergroup_ids = itertools.count(1_000_000_001)
+        self._callback_ids = itertools.count(5_000_000_001)
+        self._file_ids = itertools.count(1)
+        self._open_callbacks: set[str] = set()
+        self._faults: dict[str, deque[Fault]] = {}
+        self._handlers: dict[str, MethodHandler] = {}
+        self._poll_generation = 0
+
+        # Wake-ups: one event per "something changed"; waiters keep the old one.
+        self._wake = asyncio.Event()
+        self._activity = asyncio.Event()
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._deliverer: asyncio.Task[None] | None = None
+
+        self._register_chat_obj(self._private_chat_dict(self.bot_user))
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTelegram:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Bind a free port on ``host`` and start serving and delivering webhooks."""
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        await self._runner.setup()
+        sock = socket.create_server((self.host, 0))
+        self.port = int(sock.getsockname()[1])
+        await web.SockSite(self._runner, sock).start()
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        self._deliverer = asyncio.create_task(self._deliver_webhooks(), name="fake-tg-webhook")
+
+    async def close(self) -> None:
+        """Stop serving; pending long polls return at once so shutdown is quick."""
+        self._closing = True
+        self._notify()
+        if self._deliverer is not None:
+            self._deliverer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._deliverer
+            self._deliverer = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def base_url(self) -> str:
+        """For ``ApplicationBuilder.base_url``: PTB appends ``{token}/{method}``."""
+        return f"http://{self.host}:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        """For ``ApplicationBuilder.base_file_url``: file downloads (``getFile``)."""
+        return f"http://{self.host}:{self.port}/file/bot"
+
+    @property
+    def bot_user(self) -> JSON:
+        """The bot as a ``User`` (the ``from`` of its messages)."""
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": self.bot_first_name,
+            "username": self.bot_username,
+        }
+
+    # ---- scripting: updates ----------------------------------------------------------
+
+    def push_update(self, update: Mapping[str, Any]) -> JSON:
+        """Queue an update (numbering it unless it has an ``update_id``); returns it.
+
+        Also teaches the server what the update implies: its chats, users, messages
+        (so replies to them resolve), memberships and open callback queries.
+        """
+        stored = copy.deepcopy(dict(update))
+        if "update_id" in stored:
+            self._next_update_id = max(self._next_update_id, int(stored["update_id"]) + 1)
+        else:
+            stored["update_id"] = self._next_update_id
+            self._next_update_id += 1
+        self._absorb_update(stored)
+        self._pending.append(stored)
+        self._pending.sort(key=lambda u: int(u["update_id"]))
+        self._notify()
+        return copy.deepcopy(stored)
+
+    def push_text(self, chat: JSON, from_user: JSON, text: str, **kwargs: Any) -> JSON:
+        """Shorthand for ``push_update(text_message(...))``."""
+        return self.push_update(self.text_message(chat, from_user, text, **kwargs))
+
+    @property
+    def pending_updates(self) -> list[int]:
+        """Update ids queued and not yet confirmed (getUpdates offset) or delivered."""
+        return [int(u["update_id"]) for u in self._pending]
+
+    # ---- scripting: faults and extra methods -----------------------------------------
+
+    def fail_next(
+        self,
+        method: str,
+        error_code: int = 500,
+        *,
+        times: int = 1,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` ("*" = any method) fail."""
+        reason = _REASONS.get(error_code, "Error")
+        for _ in range(times):
+            self._faults.setdefault(method.lower(), deque()).append(
+                Fault(
+                    error_code,
+                    description or reason,
+                    dict(parameters) if parameters else None,
+                    delay,
+                )
+            )
+
+    def rate_limit_next(self, method: str, retry_after: int = 1, *, times: int = 1) -> None:
+        """429 "Too Many Requests: retry after N" with ``parameters.retry_after`` (PTB:
+        ``RetryAfter``; ``AIORateLimiter(max_retries=k)`` sleeps and retries)."""
+        self.fail_next(
+            method,
+            429,
+            times=times,
+            description=f"Too Many Requests: retry after {retry_after}",
+            parameters={"retry_after": retry_after},
+        )
+
+    def delay_next(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` calls normally but only after ``seconds``."""
+        for _ in range(times):
+            self._faults.setdefault(method.lower(), deque()).append(Fault(None, delay=seconds))
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    def set_handler(self, method: str, handler: MethodHandler) -> None:
+        """Serve (or override) ``method`` with ``handler(params) -> result``."""
+        self._handlers[method.lower()] = handler
+
+    # ---- scripting: waiting ----------------------------------------------------------
+
+    async def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a test-facing deadline, not an I/O timeout
+        what: str = "condition",
+    ) -> None:
+        """Wait until ``predicate()`` holds, re-checking whenever the server does
+        something; raise ``TimeoutError`` (with what the bot did) at the deadline."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                calls = [f"{c.method}->{c.status}" for c in self.calls[-20:]]
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}; calls: {calls}")
+            event = self._activity
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+
+    async def wait_for_messages(
+        self,
+        n: int,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a test-facing deadline
+    ) -> list[JSON]:
+        """Wait until the bot has sent at least ``n`` messages; return all sent so far."""
+        await self.wait_until(
+            lambda: len(self.sent_messages) >= n, timeout=timeout, what=f"{n} sent messages"
+        )
+        return list(self.sent_messages)
+
+    async def wait_for_calls(
+        self,
+        method: str,
+        n: int = 1,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a test-facing deadline
+        *,
+        status: int | None = None,
+    ) -> list[ApiCall]:
+        """Wait until ``method`` was called ``n`` times (optionally with that status)."""
+
+        def matching() -> list[ApiCall]:
+            return [
+                c
+                for c in self.calls
+                if c.method.lower() == method.lower() and (status is None or c.status == status)
+            ]
+
+        await self.wait_until(lambda: len(matching()) >= n, timeout=timeout, what=f"{n}x {method}")
+        return matching()
+
+    def calls_of(self, method: str) -> list[JSON]:
+        """Params of every call of ``method`` (any outcome), in order."""
+        return [c.params for c in self.calls if c.method.lower() == method.lower()]
+
+    # ---- builders: users and chats ---------------------------------------------------
+
+    def user(
+        self,
+        first_name: str = "Ann",
+        *,
+        id: int | None = None,
+        last_name: str | None = None,
+        username: str | None = None,
+        language_code: str | None = "en",
+        is_bot: bool = False,
+    ) -> JSON:
+        """A ``User`` dict, remembered so ``getChatMember`` can know about them."""
+        user: JSON = {
+            "id": id if id is not None else next(self._user_ids),
+            "is_bot": is_bot,
+            "first_name": first_name,
+        }
+        if last_name:
+            user["last_name"] = last_name
+        if username:
+            user["username"] = username
+        if language_code:
+            user["language_code"] = language_code
+        self.users[user["id"]] = user
+        return user
+
+    def private_chat(self, user: JSON) -> JSON:
+        """The private chat with ``user`` (chat id == user id), in which the user has
+        started the bot."""
+        chat = self._private_chat_dict(user)
+        self._register_chat_obj(chat)
+        self.users[user["id"]] = user
+        self._set_member(chat["id"], user, "member")
+        self._set_member(chat["id"], self.bot_user, "member")
+        return chat
+
+    def group_chat(
+        self,
+        id: int | None = None,
+        title: str = "Family",
+        *,
+        supergroup: bool = False,
+        username: str | None = None,
+        is_forum: bool = False,
+        members: Iterable[JSON] = (),
+        creator: JSON | None = None,
+        bot_status: str = "member",
+    ) -> JSON:
+        """A basic group (negative id) or supergroup (``-100…`` id) the bot is in."""
+        if id is None:
+            id = self._new_supergroup_id() if supergroup else -next(self._group_ids)
+        chat: JSON = {"id": id, "type": "supergroup" if supergroup else "group", "title": title}
+        if username:
+            chat["username"] = username
+        if is_forum:
+            chat["is_forum"] = True
+        self._register_chat_obj(chat)
+        self._set_member(id, self.bot_user, bot_status)
+        if creator is not None:
+            self._set_member(id, creator, "creator")
+        for member in members:
+            self._set_member(id, member, "member")
+        return chat
+
+    def channel(
+        self,
+        id: int | None = None,
+        title: str = "News",
+        *,
+        username: str | None = None,
+        bot_status: str = "administrator",
+    ) -> JSON:
+        """A channel; the bot must be an administrator to post there."""
+        if id is None:
+            id = self._new_supergroup_id()
+        chat: JSON = {"id": id, "type": "channel", "title": title}
+        if username:
+            chat["username"] = username
+        self._register_chat_obj(chat)
+        self._set_member(id, self.bot_user, bot_status)
+        return chat
+
+    def set_member(self, chat: JSON, user: JSON, status: str = "member", **fields: Any) -> JSON:
+        """Script ``user``'s membership (``creator``, ``administrator``, ``member``,
+        ``restricted``, ``left``, ``kicked``); returns the ChatMember dict."""
+        return self._set_member(chat["id"], user, status, **fields)
+
+    def member_status(self, chat: JSON, user: JSON) -> str | None:
+        """The membership status the server holds, or None if it never heard of it."""
+        member = self.members.get(chat["id"], {}).get(user["id"])
+        return None if member is None else str(member["status"])
+
+    # ---- builders: updates -----------------------------------------------------------
+
+    def text_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        text: str,
+        *,
+        reply_to: JSON | int | None = None,
+        entities: list[JSON] | None = None,
+        message_id: int | None = None,
+        date: int | None = None,
+        message_thread_id: int | None = None,
+    ) -> JSON:
+        """A ``message`` update with ``text``. Entities default to what Telegram would
+        detect (mentions like ``@alfred``, ``/commands``, urls, hashtags), with UTF-16
+        offsets; pass ``entities=[]`` for none."""
+        msg = self._message_base(chat, from_user, message_id, date)
+        msg["text"] = text
+        ents = detect_entities(text) if entities is None else entities
+        if ents:
+            msg["entities"] = ents
+        self._add_reply(msg, reply_to)
+        if message_thread_id is not None:
+            msg["message_thread_id"] = message_thread_id
+            msg["is_topic_message"] = True
+        return {"message": msg}
+
+    def edited_message(
+        self,
+        original: JSON,
+        new_text: str,
+        *,
+        entities: list[JSON] | None = None,
+        edit_date: int | None = None,
+    ) -> JSON:
+        """An ``edited_message`` update: same message id and chat, new text."""
+        msg = copy.deepcopy(self._message_of(original))
+        msg["text"] = new_text
+        ents = detect_entities(new_text) if entities is None else entities
+        msg.pop("entities", None)
+        if ents:
+            msg["entities"] = ents
+        now = max(int(time.time()), int(msg["date"]))
+        msg["edit_date"] = edit_date if edit_date is not None else now
+        return {"edited_message": msg}
+
+    def channel_post(
+        self,
+        channel: JSON,
+        text: str,
+        *,
+        message_id: int | None = None,
+        author_signature: str | None = None,
+        entities: list[JSON] | None = None,
+    ) -> JSON:
+        """A ``channel_post`` update: ``sender_chat`` is the channel, there is no ``from``."""
+        msg = self._message_base(channel, None, message_id, None)
+        msg["sender_chat"] = channel
+        msg["text"] = text
+        ents = detect_entities(text) if entities is None else entities
+        if ents:
+            msg["entities"] = ents
+        if author_signature:
+            msg["author_signature"] = author_signature
+        return {"channel_post": msg}
+
+    def photo_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        caption: str | None = None,
+        *,
+        caption_entities: list[JSON] | None = None,
+        content: bytes = b"\xff\xd8\xff\xe0fake-jpeg",
+        message_id: int | None = None,
+        reply_to: JSON | int | None = None,
+    ) -> JSON:
+        """A photo (three sizes, as Telegram sends) with an optional caption; the
+        largest size is downloadable through ``getFile``."""
+        msg = self._message_base(chat, from_user, message_id, None)
+        sizes = []
+        for width, height in ((90, 67), (320, 240), (1280, 960)):
+            stored = self._add_file("photos", "jpg", content)
+            sizes.append(
+                {
+                    "file_id": stored.file_id,
+                    "file_unique_id": stored.file_unique_id,
+                    "file_size": len(content),
+                    "width": width,
+                    "height": height,
+                }
+            )
+        msg["photo"] = sizes
+        if caption is not None:
+            msg["caption"] = caption
+            ents = detect_entities(caption) if caption_entities is None else caption_entities
+            if ents:
+                msg["caption_entities"] = ents
+        self._add_reply(msg, reply_to)
+        return {"message": msg}
+
+    def sticker_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        emoji: str = "👍",
+        *,
+        set_name: str = "AlfredTestStickers",
+        message_id: int | None = None,
+    ) -> JSON:
+        """A regular static sticker."""
+        msg = self._message_base(chat, from_user, message_id, None)
+        stored = self._add_file("stickers", "webp", b"RIFF\x00\x00\x00\x00WEBPfake")
+        msg["sticker"] = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "type": "regular",
+            "width": 512,
+            "height": 512,
+            "is_animated": False,
+            "is_video": False,
+            "emoji": emoji,
+            "set_name": set_name,
+            "file_size": len(stored.content),
+        }
+        return {"message": msg}
+
+    def voice_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        *,
+        duration: int = 3,
+        content: bytes = b"OggS\x00fake-opus-voice",
+        caption: str | None = None,
+        message_id: int | None = None,
+    ) -> JSON:
+        """A voice note (OGG/Opus), downloadable through ``getFile``."""
+        msg = self._message_base(chat, from_user, message_id, None)
+        stored = self._add_file("voice", "oga", content)
+        msg["voice"] = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "duration": duration,
+            "mime_type": "audio/ogg",
+            "file_size": len(content),
+        }
+        if caption is not None:
+            msg["caption"] = caption
+        return {"message": msg}
+
+    def forwarded_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        text: str,
+        *,
+        origin: JSON | str,
+        origin_date: int | None = None,
+        origin_message_id: int | None = None,
+        message_id: int | None = None,
+    ) -> JSON:
+        """A forwarded text message (Bot API 7 ``forward_origin``). ``origin`` is a user
+        dict, a chat dict (group/channel) or a name string (user hiding their account)."""
+        msg = self._message_base(chat, from_user, message_id, None)
+        msg["text"] = text
+        ents = detect_entities(text)
+        if ents:
+            msg["entities"] = ents
+        date = origin_date if origin_date is not None else msg["date"] - 3600
+        forward: JSON
+        if isinstance(origin, str):
+            forward = {"type": "hidden_user", "date": date, "sender_user_name": origin}
+        elif "type" not in origin:
+            forward = {"type": "user", "date": date, "sender_user": origin}
+        elif origin["type"] == "channel":
+            forward = {
+                "type": "channel",
+                "date": date,
+                "chat": origin,
+                "message_id": origin_message_id or 1,
+            }
+        else:
+            forward = {"type": "chat", "date": date, "sender_chat": origin}
+        msg["forward_origin"] = forward
+        return {"message": msg}
+
+    def new_chat_members(self, chat: JSON, from_user: JSON, members: Iterable[JSON]) -> JSON:
+        """Service message: ``from_user`` added ``members`` (themselves if they joined)."""
+        msg = self._message_base(chat, from_user, None, None)
+        msg["new_chat_members"] = list(members)
+        return {"message": msg}
+
+    def left_chat_member(self, chat: JSON, from_user: JSON, member: JSON) -> JSON:
+        """Service message: ``member`` left or was removed by ``from_user``."""
+        msg = self._message_base(chat, from_user, None, None)
+        msg["left_chat_member"] = member
+        return {"message": msg}
+
+    def my_chat_member(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        *,
+        old_status: str = "left",
+        new_status: str = "member",
+    ) -> JSON:
+        """The bot's own membership changed: added to a group (``left``→``member``),
+        removed (→``left``/``kicked``), or blocked in private (``member``→``kicked``).
+
+        Real Telegram additionally sends a ``new_chat_members`` service message when the
+        bot is added to a group; push :meth:`new_chat_members` too to mirror that.
+        """
+        change = self._chat_member_updated(chat, from_user, self.bot_user, old_status, new_status)
+        return {"my_chat_member": change}
+
+    def chat_member(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        user: JSON,
+        *,
+        old_status: str = "left",
+        new_status: str = "member",
+    ) -> JSON:
+        """Someone else's membership changed. Delivered only if the bot asked for
+        ``chat_member`` in ``allowed_updates`` (the real API's default leaves it out)."""
+        change = self._chat_member_updated(chat, from_user, user, old_status, new_status)
+        return {"chat_member": change}
+
+    def callback_query(self, message: JSON, from_user: JSON, data: str) -> JSON:
+        """An inline-button press on ``message`` (update or message dict)."""
+        msg = self._message_of(message)
+        return {
+            "callback_query": {
+                "id": str(next(self._callback_ids)),
+                "from": from_user,
+                "message": msg,
+                "chat_instance": str(abs(int(msg["chat"]["id"])) * 7 + 13),
+                "data": data,
+            }
+        }
+
+    # ---- internals: state ------------------------------------------------------------
+
+    def _notify(self) -> None:
+        """Wake every waiter (long polls, webhook deliverer, ``wait_until``)."""
+        self._wake.set()
+        self._wake = asyncio.Event()
+        self._activity.set()
+        self._activity = asyncio.Event()
+
+    @staticmethod
+    def _private_chat_dict(user: JSON) -> JSON:
+        chat: JSON = {"id": user["id"], "type": "private", "first_name": user["first_name"]}
+        for key in ("last_name", "username"):
+            if key in user:
+                chat[key] = user[key]
+        return chat
+
+    def _new_supergroup_id(self) -> int:
+        """Supergroups and channels have ids of the form ``-100xxxxxxxxxx``."""
+        return -1_000_000_000_000 - next(self._supergroup_ids)
+
+    def _register_chat_obj(self, chat: JSON) -> None:
+        self.chats[int(chat["id"])] = {**self.chats.get(int(chat["id"]), {}), **chat}
+
+    def _set_member(self, chat_id: int, user: JSON, status: str, **fields: Any) -> JSON:
+        self.users.setdefault(user["id"], user)
+        member = _member_dict(user, status, **fields)
+        self.members.setdefault(chat_id, {})[user["id"]] = member
+        return member
+
+    def _allocate_message_id(self, chat_id: int, wanted: int | None = None) -> int:
+        nxt = self._next_message_id.get(chat_id, 1)
+        if wanted is None:
+            wanted = nxt
+        self._next_message_id[chat_id] = max(nxt, wanted + 1)
+        return wanted
+
+    def _message_base(
+        self, chat: JSON, from_user: JSON | None, message_id: int | None, date: int | None
+    ) -> JSON:
+        self._register_chat_obj(chat)
+        msg: JSON = {
+            "message_id": self._allocate_message_id(int(chat["id"]), message_id),
+            "date": date if date is not None else int(time.time()),
+            "chat": chat,
+        }
+        if from_user is not None:
+            msg["from"] = from_user
+        return msg
+
+    @staticmethod
+    def _message_of(obj: JSON) -> JSON:
+        """Accept either a message dict or an update dict carrying one."""
+        if "message_id" in obj:
+            return obj
+        for key in ("message", "edited_message", "channel_post", "edited_channel_post"):
+            if key in obj:
+                return dict(obj[key])
+        raise ValueError(f"not a message or message update: {sorted(obj)}")
+
+    def _add_reply(self, msg: JSON, reply_to: JSON | int | None) -> None:
+        if reply_to is None:
+            return
+        if isinstance(reply_to, int):
+            target = self.messages.get((int(msg["chat"]["id"]), reply_to))
+            if target is None:
+                raise ValueError(f"no message {reply_to} in chat {msg['chat']['id']}")
+        else:
+            target = self._message_of(reply_to)
+        target = copy.deepcopy(target)
+        target.pop("reply_to_message", None)  # Telegram nests one level only
+        msg["reply_to_message"] = target
+
+    def _add_file(self, folder: str, ext: str, content: bytes) -> _StoredFile:
+        n = next(self._file_ids)
+        stored = _StoredFile(
+            file_id=f"AgAC{folder[:2].upper()}fake{n:06d}",
+            file_unique_id=f"AQAD{n:06d}",
+            file_path=f"{folder}/file_{n}.{ext}",
+            content=content,
+        )
+        self.files[stored.file_id] = stored
+        return stored
+
+    def _chat_member_updated(
+        self, chat: JSON, from_user: JSON, user: JSON, old_status: str, new_status: str
+    ) -> JSON:
+        self._register_chat_obj(chat)
+        return {
+            "chat": chat,
+            "from": from_user,
+            "date": int(time.time()),
+            "old_chat_member": _member_dict(user, old_status),
+            "new_chat_member": _member_dict(user, new_status),
+        }
+
+    def _absorb_update(self, update: JSON) -> None:
+        for key in ("message", "edited_message", "channel_post", "edited_channel_post"):
+            msg = update.get(key)
+            if isinstance(msg, dict):
+                self._absorb_message(msg)
+        for key in ("my_chat_member", "chat_member"):
+            change = update.get(key)
+            if isinstance(change, dict):
+                chat_id = int(change["chat"]["id"])
+                self._register_chat_obj(change["chat"])
+                new = change["new_chat_member"]
+                self.users.setdefault(new["user"]["id"], new["user"])
+                self.members.setdefault(chat_id, {})[new["user"]["id"]] = new
+        query = update.get("callback_query")
+        if isinstance(query, dict):
+            self._open_callbacks.add(str(query["id"]))
+            if isinstance(query.get("message"), dict):
+                self._absorb_message(query["message"])
+
+    def _absorb_message(self, msg: JSON) -> None:
+        chat = msg["chat"]
+        chat_id = int(chat["id"])
+        self._register_chat_obj(chat)
+        self._allocate_message_id(chat_id, int(msg["message_id"]))
+        self.messages[(chat_id, int(msg["message_id"]))] = copy.deepcopy(msg)
+        sender = msg.get("from")
+        if isinstance(sender, dict):
+            self.users.setdefault(sender["id"], sender)
+            known = self.members.setdefault(chat_id, {})
+            absent = sender["id"] not in known or known[sender["id"]]["status"] in (
+                "left",
+                "kicked",
+            )
+            if absent and chat["type"] != "channel":
+                # Whoever speaks in a group is a member of it.
+                known[sender["id"]] = _member_dict(sender, "member")
+        for member in msg.get("new_chat_members", []):
+            self._set_member(chat_id, member, "member")
+        if isinstance(msg.get("left_chat_member"), dict):
+            self._set_member(chat_id, msg["left_chat_member"], "left")
+
+    # ---- internals: HTTP -------------------------------------------------------------
+
+    async def _read_params(self, request: web.Request) -> JSON:
+        params: JSON = {k: _coerce_param(k, v) for k, v in request.query.items()}
+        if not request.body_exists:
+            return params
+        ctype = request.content_type
+        if ctype == "application/json":
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise _bad_request("request body must be a JSON object")
+            params.update(body)
+        elif ctype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            form = await request.post()
+            for key, value in form.items():
+                if isinstance(value, web.FileField):
+                    params[key] = {
+                        "filename": value.filename,
+                        "content_type": value.content_type,
+                        "data": value.file.read(),
+                    }
+                else:
+                    params[key] = _coerce_param(key, str(value))
+        return params
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        call = ApiCall(
+            method=method,
+            params={},
+            content_type=request.content_type if request.body_exists else "",
+            http_method=request.method,
+        )
+        self.calls.append(call)
+        try:
+            try:
+                call.params = await self._read_params(request)
+            except ValueError as exc:  # malformed JSON body
+                raise _bad_request(f"can't parse JSON object: {exc}") from None
+            if request.match_info["token"] != self.token:
+                raise TelegramApiError(401, "Unauthorized")
+            fault = self._take_fault(method)
+            if fault is not None:
+                if fault.delay:
+                    await asyncio.sleep(fault.delay)
+                if fault.error_code is not None:
+                    raise TelegramApiError(
+                        fault.error_code, fault.description or "Error", fault.parameters
+                    )
+            result = await self._dispatch(method, call.params)
+        except TelegramApiError as err:
+            call.status = err.error_code
+            self._notify()
+            return web.json_response(err.body(), status=err.error_code)
+        self._notify()
+        return web.json_response({"ok": True, "result": result})
+
+    def _take_fault(self, method: str) -> Fault | None:
+        for key in (method.lower(), "*"):
+            queue = self._faults.get(key)
+            if queue:
+                return queue.popleft()
+        return None
+
+    async def _dispatch(self, method: str, params: JSON) -> Any:
+        custom = self._handlers.get(method.lower())
+        if custom is not None:
+            result = custom(params)
+            if isinstance(result, Awaitable):
+                result = await result
+            return result
+        builtin = getattr(self, f"_api_{method.lower()}", None)
+        if builtin is None:
+            raise TelegramApiError(404, "Not Found: method not found")
+        return await builtin(params)
+
+    async def _handle_file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.json_response(
+                {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
+            )
+        path = request.match_info["path"]
+        for stored in self.files.values():
+            if stored.file_path == path:
+                return web.Response(body=stored.content, content_type="application/octet-stream")
+        return web.json_response(
+            {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
+        )
+
+    # ---- internals: chat resolution and permission checks ----------------------------
+
+    def _resolve_chat(self, chat_id: Any) -> JSON:
+        if chat_id is None or chat_id == "":
+            raise _bad_request("chat_id is empty")
+        if isinstance(chat_id, str) and chat_id.startswith("@"):
+            for chat in self.chats.values():
+                if str(chat.get("username", "")).lower() == chat_id[1:].lower():
+                    return chat
+            raise _bad_request("chat not found")
+        try:
+            key = int(chat_id)
+        except (TypeError, ValueError):
+            raise _bad_request("chat not found") from None
+        found = self.chats.get(key)
+        if found is None:
+            raise _bad_request("chat not found")
+        return found
+
+    def _check_can_send(self, chat: JSON) -> None:
+        bot = self.members.get(int(chat["id"]), {}).get(self.bot_id)
+        status = bot["status"] if bot else None
+        kind = chat["type"]
+        if kind == "private":
+            if chat["id"] == self.bot_id:
+                raise TelegramApiError(403, "Forbidden: bot can't send messages to bots")
+            if status == "kicked":
+                raise TelegramApiError(403, "Forbidden: bot was blocked by the user")
+            return
+        if kind == "channel":
+            if status not in ("creator", "administrator"):
+                raise _bad_request("need administrator rights in the channel chat")
+            return
+        if status == "kicked":
+            raise TelegramApiError(403, f"Forbidden: bot was kicked from the {kind} chat")
+        if status == "left":
+            raise TelegramApiError(403, f"Forbidden: bot is not a member of the {kind} chat")
+
+    def _resolve_reply(self, chat: JSON, params: JSON) -> JSON | None:
+        reply = params.get("reply_parameters")
+        if isinstance(reply, str):
+            reply = json.loads(reply)
+        if reply is None and params.get("reply_to_message_id") is not None:
+            reply = {
+                "message_id": params["reply_to_message_id"],
+                "allow_sending_without_reply": params.get("allow_sending_without_reply", False),
+            }
+        if not reply:
+            return None
+        target_chat = (
+            self._resolve_chat(reply["chat_id"]) if reply.get("chat_id") is not None else chat
+        )
+        target = self.messages.get((int(target_chat["id"]), int(reply["message_id"])))
+        if target is None:
+            if reply.get("allow_sending_without_reply"):
+                return None
+            raise _bad_request("message to be replied not found")
+        target = copy.deepcopy(target)
+        target.pop("reply_to_message", None)
+        return target
+
+    def _formatted(self, params: JSON) -> tuple[str, list[JSON]]:
+        text = params.get("text")
+        if text is None or (isinstance(text, str) and not text.strip()):
+            raise _bad_request("message text is empty")
+        text = str(text)
+        explicit = params.get("entities")
+        if isinstance(explicit, str):
+            explicit = json.loads(explicit)
+        if explicit:
+            plain, entities = text, list(explicit)
+        else:
+            plain, entities = format_text(text, params.get("parse_mode"))
+        if not plain.strip():
+            raise _bad_request("message text is empty")
+        if len(plain) > MAX_TEXT_LENGTH:
+            raise _bad_request("message is too long")
+        return plain, _merge_auto_entities(plain, entities)
+
+    # ---- API methods -----------------------------------------------------------------
+
+    async def _api_getme(self, params: JSON) -> JSON:
+        return {
+            **self.bot_user,
+            "can_join_groups": True,
+            "can_read_all_group_messages": self.can_read_all_group_messages,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
+
+    async def _api_getupdates(self, params: JSON) -> list[JSON]:
+        self._poll_generation += 1
+        generation = self._poll_generation
+        self._notify()  # an older long poll now ends with 409, like on the real API
+        if self.webhook is not None:
+            raise TelegramApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; "
+                "use deleteWebhook to delete the webhook first",
+            )
+        offset = params.get("offset")
+        if offset is not None:
+            offset = int(offset)
+            if offset < 0:
+                self._pending = self._pending[offset:]
+            else:
+                self._pending = [u for u in self._pending if int(u["update_id"]) >= offset]
+        if "allowed_updates" in params:
+            allowed = params["allowed_updates"]
+            self.allowed_updates = list(allowed) if allowed else None
+        limit = max(1, min(100, int(params.get("limit") or 100)))
+        timeout = max(0.0, float(params.get("timeout") or 0))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if self._closing:
+                return []
+            if generation != self._poll_generation:
+                raise TelegramApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; "
+                    "make sure that only one bot instance is running",
+                )
+            if self.webhook is not None:
+                raise TelegramApiError(409, "Conflict: webhook was set while polling")
+            ready = self._ready_updates(self.allowed_updates)
+            remaining = deadline - loop.time()
+            if ready or remaining <= 0:
+                return copy.deepcopy(ready[:limit])
+            event = self._wake
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), remaining)
+
+    def _ready_updates(self, allowed: list[str] | None) -> list[JSON]:
+        """Pending updates of allowed kinds; disallowed ones are dropped (the real API
+        does not store updates the bot did not ask for)."""
+        ready, kept = [], []
+        for update in self._pending:
+            kind = next(k for k in update if k != "update_id")
+            ok = kind in allowed if allowed else kind not in _OPT_IN_UPDATES
+            if ok:
+                ready.append(update)
+                kept.append(update)
+        self._pending = kept
+        return ready
+
+    async def _api_deletewebhook(self, params: JSON) -> bool:
+        self.webhook = None
+        if params.get("drop_pending_updates"):
+            self._pending.clear()
+        self._notify()
+        return True
+
+    async def _api_setwebhook(self, params: JSON) -> bool:
+        url = params.get("url")
+        if not url:
+            return await self._api_deletewebhook(params)
+        if not str(url).startswith(("http://", "https://")):
+            raise _bad_request("bad webhook: An HTTPS URL must be provided for webhook")
+        secret = params.get("secret_token")
+        if secret is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", str(secret)):
+            raise _bad_request("secret token contains unallowed characters")
+        allowed = params.get("allowed_updates")
+        if "allowed_updates" in params:
+            self.allowed_updates = list(allowed) if allowed else None
+        self.webhook = WebhookConfig(
+            url=str(url),
+            secret_token=str(secret) if secret is not None else None,
+            allowed_updates=list(allowed) if allowed else None,
+            max_connections=int(params.get("max_connections") or 40),
+            ip_address=params.get("ip_address"),
+            has_custom_certificate=params.get("certificate") is not None,
+        )
+        if params.get("drop_pending_updates"):
+            self._pending.clear()
+        self._notify()
+        return True
+
+    async def _api_getwebhookinfo(self, params: JSON) -> JSON:
+        info: JSON = {
+            "url": "",
+            "has_custom_certificate": False,
+            "pending_update_count": len(self._pending),
+        }
+        wh = self.webhook
+        if wh is not None:
+            info.update(
+                url=wh.url,
+                has_custom_certificate=wh.has_custom_certificate,
+                max_connections=wh.max_connections,
+            )
+            if wh.ip_address:
+                info["ip_address"] = wh.ip_address
+            if wh.allowed_updates:
+                info["allowed_updates"] = wh.allowed_updates
+            if wh.last_error_date is not None:
+                info["last_error_date"] = wh.last_error_date
+                info["last_error_message"] = wh.last_error_message
+        return info
+
+    async def _api_sendmessage(self, params: JSON) -> JSON:
+        chat = self._resolve_chat(params.get("chat_id"))
+        self._check_can_send(chat)
+        plain, entities = self._formatted(params)
+        reply_to = self._resolve_reply(chat, params)
+        chat_id = int(chat["id"])
+        msg: JSON = {
+            "message_id": self._allocate_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": copy.deepcopy(chat),
+        }
+        if chat["type"] == "channel":
+            msg["sender_chat"] = copy.deepcopy(chat)
+        else:
+            msg["from"] = self.bot_user
+        if params.get("message_thread_id") is not None:
+            msg["message_thread_id"] = int(params["message_thread_id"])
+        if reply_to is not None:
+            msg["reply_to_message"] = reply_to
+        msg["text"] = plain
+        if entities:
+            msg["entities"] = entities
+        markup = params.get("reply_markup")
+        if isinstance(markup, dict) and "inline_keyboard" in markup:
+            msg["reply_markup"] = markup
+        self.messages[(chat_id, msg["message_id"])] = copy.deepcopy(msg)
+        reply_params = params.get("reply_parameters")
+        self.sent_messages.append(
+            {
+                "chat_id": chat_id,
+                "message_id": msg["message_id"],
+                "text": params.get("text"),
+                "parse_mode": params.get("parse_mode"),
+                "reply_to_message_id": (
+                    reply_params.get("message_id")
+                    if isinstance(reply_params, dict)
+                    else params.get("reply_to_message_id")
+                ),
+                "reply_parameters": reply_params,
+                "reply_markup": markup,
+                "message_thread_id": params.get("message_thread_id"),
+                "disable_notification": params.get("disable_notification"),
+                "message": copy.deepcopy(msg),
+                "params": dict(params),
+            }
+        )
+        return msg
+
+    async def _api_editmessagetext(self, params: JSON) -> JSON | bool:
+        plain, entities = self._formatted(params)
+        if params.get("inline_message_id"):
+            self.edited_messages.append(
+                {
+                    "inline_message_id": params["inline_message_id"],
+                    "text": params["text"],
+                    "parse_mode": params.get("parse_mode"),
+                    "params": dict(params),
+                }
+            )
+            return True
+        chat = self._resolve_chat(params.get("chat_id"))
+        if params.get("message_id") is None:
+            raise _bad_request("message identifier is not specified")
+        key = (int(chat["id"]), int(params["message_id"]))
+        current = self.messages.get(key)
+        if current is None:
+            raise _bad_request("message to edit not found")
+        sender = current.get("from", {})
+        if sender.get("id") != self.bot_id and current.get("sender_chat") is None:
+            raise _bad_request("message can't be edited")
+        markup = params.get("reply_markup")
+        if (
+            current.get("text") == plain
+            and current.get("entities", []) == entities
+            and current.get("reply_markup") == (markup if isinstance(markup, dict) else None)
+        ):
+            raise _bad_request(
+                "message is not modified: specified new message content and reply markup "
+                "are exactly the same as a current content and reply markup of the message"
+            )
+        edited = copy.deepcopy(current)
+        edited["text"] = plain
+        edited.pop("entities", None)
+        if entities:
+            edited["entities"] = entities
+        if isinstance(markup, dict) and "inline_keyboard" in markup:
+            edited["reply_markup"] = markup
+        else:
+            edited.pop("reply_markup", None)
+        edited["edit_date"] = int(time.time())
+        self.messages[key] = copy.deepcopy(edited)
+        self.edited_messages.append(
+            {
+                "chat_id": key[0],
+                "message_id": key[1],
+                "text": params["text"],
+                "parse_mode": params.get("parse_mode"),
+                "reply_markup": markup,
+                "message": copy.deepcopy(edited),
+                "params": dict(params),
+            }
+        )
+        return edited
+
+    async def _api_sendchataction(self, params: JSON) -> bool:
+        chat = self._resolve_chat(params.get("chat_id"))
+        action = params.get("action")
+        if action not in _CHAT_ACTIONS:
+            raise _bad_request("wrong parameter action in request")
+        self._check_can_send(chat)
+        self.chat_actions.append(
+            {
+                "chat_id": int(chat["id"]),
+                "action": action,
+                "message_thread_id": params.get("message_thread_id"),
+            }
+        )
+        return True
+
+    async def _api_getchat(self, params: JSON) -> JSON:
+        chat = self._resolve_chat(params.get("chat_id"))
+        return {
+            **copy.deepcopy(chat),
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": {
+                "unlimited_gifts": False,
+                "limited_gifts": False,
+                "unique_gifts": False,
+                "premium_subscription": False,
+                "gifts_from_channels": False,
+            },
+        }
+
+    async def _api_getchatmember(self, params: JSON) -> JSON:
+        chat = self._resolve_chat(params.get("chat_id"))
+        user_id = params.get("user_id")
+        if user_id is None:
+            raise _bad_request("user_id is empty")
+        user_id = int(user_id)
+        member = self.members.get(int(chat["id"]), {}).get(user_id)
+        if member is not None:
+            return copy.deepcopy(member)
+        user = self.users.get(user_id)
+        if user is None:
+            raise _bad_request("user not found")
+        if chat["type"] == "private":
+            raise _bad_request("user not found")
+        return _member_dict(user, "left")
+
+    async def _api_getchatadministrators(self, params: JSON) -> list[JSON]:
+        chat = self._resolve_chat(params.get("chat_id"))
+        if chat["type"] == "private":
+            raise _bad_request("there are no administrators in the private chat")
+        members = self.members.get(int(chat["id"]), {}).values()
+        return [copy.deepcopy(m) for m in members if m["status"] in ("creator", "administrator")]
+
+    async def _api_getchatmembercount(self, params: JSON) -> int:
+        chat = self._resolve_chat(params.get("chat_id"))
+        members = self.members.get(int(chat["id"]), {}).values()
+        return sum(m["status"] not in ("left", "kicked") for m in members)
+
+    @staticmethod
+    def _commands_key(params: JSON) -> tuple[str, str]:
+        scope = params.get("scope") or {"type": "default"}
+        return json.dumps(scope, sort_keys=True), str(params.get("language_code") or "")
+
+    async def _api_setmycommands(self, params: JSON) -> bool:
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise _bad_request("commands must be a list of at most 100 commands")
+        for command in commands:
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", str(command.get("command", ""))):
+                raise _bad_request("BOT_COMMAND_INVALID")
+            if not 1 <= len(str(command.get("description", ""))) <= 256:
+                raise _bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
+        self.commands[self._commands_key(params)] = [
+            {"command": c["command"], "description": c["description"]} for c in commands
+        ]
+        return True
+
+    async def _api_getmycommands(self, params: JSON) -> list[JSON]:
+        return copy.deepcopy(self.commands.get(self._commands_key(params), []))
+
+    async def _api_deletemycommands(self, params: JSON) -> bool:
+        self.commands.pop(self._commands_key(params), None)
+        return True
+
+    async def _api_answercallbackquery(self, params: JSON) -> bool:
+        query_id = str(params.get("callback_query_id") or "")
+        if query_id not in self._open_callbacks:
+            raise _bad_request(
+                "query is too old and response timeout expired or query ID is invalid"
+            )
+        self._open_callbacks.discard(query_id)
+        self.callback_answers.append(
+            {
+                "callback_query_id": query_id,
+                "text": params.get("text"),
+                "show_alert": bool(params.get("show_alert", False)),
+                "url": params.get("url"),
+            }
+        )
+        return True
+
+    async def _api_getfile(self, params: JSON) -> JSON:
+        stored = self.files.get(str(params.get("file_id") or ""))
+        if stored is None:
+            raise _bad_request("invalid file_id")
+        return {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "file_size": len(stored.content),
+            "file_path": stored.file_path,
+        }
+
+    async def _api_close(self, params: JSON) -> bool:
+        return True
+
+    async def _api_logout(self, params: JSON) -> bool:
+        return True
+
+    # ---- webhook delivery ------------------------------------------------------------
+
+    async def _deliver_webhooks(self) -> None:
+        """POST queued updates, oldest first, one at a time, to the webhook URL.
+
+        An update is removed only after a 2xx; failures are recorded (also in
+        ``getWebhookInfo.last_error_*``) and retried with a short capped backoff, so a
+        webhook server that starts *after* ``setWebhook`` (PTB's order) still gets them.
+        """
+        backoff = 0.02
+        while not self._closing:
+            hook = self.webhook
+            ready = self._ready_updates(self.allowed_updates) if hook else []
+            if hook is None or not ready:
+                event = self._wake
+                await event.wait()
+                continue
+            update = ready[0]
+            status, error = await self._post_update(hook, update)
+            self.webhook_deliveries.append(
+                WebhookDelivery(
+                    int(update["update_id"]), hook.url, status, error, hook.secret_token
+                )
+            )
+            if status is not None and 200 <= status < 300:
+                backoff = 0.02
+                self._pending = [u for u in self._pending if u is not update]
+                self._notify()
+                continue
+            hook.last_error_date = int(time.time())
+            hook.last_error_message = error
+            self._notify()
+            event = self._wake
+            with contextlib.suppress(TimeoutError):
+                # A new setWebhook (or close) interrupts the wait.
+                await asyncio.wait_for(self._wait_hook_change(hook, event), backoff)
+            backoff = min(backoff * 2, 0.5)
+
+    async def _wait_hook_change(self, hook: WebhookConfig, event: asyncio.Event) -> None:
+        while self.webhook is hook and not self._closing:
+            await event.wait()
+            event = self._wake
+
+    async def _post_update(
+        self, hook: WebhookConfig, update: JSON
+    ) -> tuple[int | None, str | None]:
+        assert self._session is not None
+        headers = {"Content-Type": "application/json"}
+        if hook.secret_token:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = hook.secret_token
+        try:
+            async with self._session.post(
+                hook.url, data=json.dumps(update).encode(), headers=headers
+            ) as response:
+                await response.read()
+                if 200 <= response.status < 300:
+                    return response.status, None
+                return response.status, (
+                    f"Wrong response from the webhook: {response.status} {response.reason}"
+                )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            return None, f"Connection failed: {type(exc).__name__}: {exc}"
+
+
+def _member_dict(user: JSON, status: str, **fields: Any) -> JSON:
+    """A ChatMember dict with every field PTB 22 requires for that status."""
+    member: JSON = {"status": status, "user": user}
+    if status == "creator":
+        member["is_anonymous"] = False
+    elif status == "administrator":
+        member.update(
+            can_be_edited=False,
+            is_anonymous=False,
+            can_manage_chat=True,
+            can_delete_messages=True,
+            can_manage_video_chats=True,
+            can_restrict_members=True,
+            can_promote_members=False,
+            can_change_info=True,
+            can_invite_users=True,
+            can_post_stories=False,
+            can_edit_stories=False,
+            can_delete_stories=False,
+            can_pin_messages=True,
+        )
+    elif status == "restricted":
+        member.update(
+            is_member=True,
+            can_change_info=False,
+            can_invite_users=False,
+            can_pin_messages=False,
+            can_send_messages=False,
+            can_send_polls=False,
+            can_send_other_messages=False,
+            can_add_web_page_previews=False,
+            can_manage_topics=False,
+            until_date=0,
+            can_send_audios=False,
+            can_send_documents=False,
+            can_send_photos=False,
+            can_send_videos=False,
+            can_send_video_notes=False,
+            can_send_voice_notes=False,
+            can_edit_tag=False,
+            can_react_to_messages=False,
+        )
+    elif status == "kicked":
+        member["until_date"] = 0
+    elif status not in ("member", "left"):
+        raise ValueError(f"unknown chat member status {status!r}")
+    member.update(fields)
+    return member
+
+
+__all__ = [
+    "DEFAULT_TOKEN",
+    "MAX_TEXT_LENGTH",
+    "ApiCall",
+    "FakeTelegram",
+    "Fault",
+    "TelegramApiError",
+    "WebhookConfig",
+    "WebhookDelivery",
+    "detect_entities",
+    "entity_for",
+    "format_text",
+    "free_port",
+    "utf16_len",
+]
