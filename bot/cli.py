@@ -106,13 +106,47 @@ def replay(
         Path | None,
         typer.Option("--data-dir", help="Keep the store here (default: a temporary folder)."),
     ] = None,
-    pretty: Annotated[bool, typer.Option("--pretty", help="Readable text instead of JSON.")] = False,
+    pretty: Annotated[
+        bool, typer.Option("--pretty", help="Readable text instead of JSON.")
+    ] = False,
 ) -> None:
     """Drive the real bot from a script of events and print what happened."""
     from bot.replay_command import replay_file
 
     code = _run(replay_file(_settings(), script, data_dir=data_dir, as_text=pretty))
     raise typer.Exit(code)
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Keep the demo's store here.")
+    ] = None,
+) -> None:
+    """Replay the bundled scenario (a couple, a group, two DMs) and print it readably."""
+    from bot.demo import run_demo
+
+    _run(run_demo(_settings(), data_dir=data_dir))
+
+
+@app.command()
+def chat(
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Keep the store here (default: temporary).")
+    ] = None,
+) -> None:
+    """Talk to Alfred in the terminal as any user in any thread (type /help inside)."""
+    from bot.console import run_console
+
+    _run(run_console(_settings(), data_dir=data_dir))
+
+
+@app.command()
+def run() -> None:
+    """Run the Telegram bot (long polling, or a webhook server when WEBHOOK_URL is set)."""
+    from bot.run import run_bot
+
+    _run(run_bot(_settings()))
 
 
 def _register_subcommands() -> None:

@@ -17,10 +17,14 @@ def pretty(obj: dict[str, Any]) -> str:
     if kind == "reply":
         return f"[{value['in']}] Alfred → {value['to']}: {value['text']}"
     if kind == "probe":
-        head = (f"[probe] {value['as']} in {value['in']}: {value['query']!r} "
-                f"(retrieval {'ran' if value['retrieved'] else 'skipped'})")
-        rows = [f"    {m['score']:.3f}  {m['content']}  [{m['visibility']}, owner {m['owner']}]"
-                for m in value["memories"]]
+        head = (
+            f"[probe] {value['as']} in {value['in']}: {value['query']!r} "
+            f"(retrieval {'ran' if value['retrieved'] else 'skipped'})"
+        )
+        rows = [
+            f"    {m['score']:.3f}  {m['content']}  [{m['visibility']}, owner {m['owner']}]"
+            for m in value["memories"]
+        ]
         return "\n".join([head, *rows] if rows else [head, "    (no facts)"])
     if kind == "job":
         return f"[job] {value['name']}: {value['status']}"
@@ -45,8 +49,9 @@ async def replay_file(
         return 2
 
     def emit(obj: dict[str, Any]) -> None:
-        print(pretty(obj) if as_text else json.dumps(obj, ensure_ascii=False, default=str),
-              flush=True)
+        print(
+            pretty(obj) if as_text else json.dumps(obj, ensure_ascii=False, default=str), flush=True
+        )
 
     async with data_folder(data_dir) as folder:
         run_settings = settings.model_copy(update={"alfred_data_dir": folder})

@@ -10,7 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from integrations.container import Services
-from memory.constants import FORMATION_EVERY_MESSAGES, FORMATION_EVERY_TOKENS, FORMATION_MIN_MESSAGES
+from memory.constants import (
+    FORMATION_EVERY_MESSAGES,
+    FORMATION_EVERY_TOKENS,
+    FORMATION_MIN_MESSAGES,
+)
 from memory.models import Partition, ReflectionScope, ThreadKind
 
 

@@ -1,0 +1,106 @@
+"""``alfred run``: the Telegram bot, by long polling or behind a webhook.
+
+Start-up builds the services, applies pending migrations, starts the background worker
+in-process (unless ``RUN_WORKER=external``) and the Telegram application; it stops
+cleanly on SIGINT/SIGTERM, letting go of the embedded servers last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import signal
+from typing import Any
+
+from aiohttp import web
+from telegram import Update
+
+from bot.assistant import Assistant
+from bot.telegram_app import Spool, build_application
+from bot.webhook import make_web_app, webhook_path
+from integrations.container import build_services
+from integrations.mongo.migrator import MigrationContext, migrate
+from integrations.settings import Settings
+from memory.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    if settings.telegram_bot_token is None:
+        raise ConfigurationError(
+            "TELEGRAM_BOT_TOKEN is not set",
+            hint="get a token from @BotFather; without one, try `alfred demo` or `alfred chat`",
+        )
+    stop = stop or _stop_event()
+    services = await build_services(settings)
+    background: Any = None
+    try:
+        await migrate(
+            MigrationContext(
+                services.mongo.db,
+                services.capabilities.atlas_search,
+                services.embedder.dimensions,
+                log=log.info,
+            )
+        )
+        from bot.background import start_background
+
+        background = await start_background(services, settings)
+        assistant = Assistant(services, after_message=background.after_message)
+        spool = Spool(settings.data_dir() / "spool" / "updates.jsonl")
+        application = build_application(
+            settings.telegram_bot_token.get_secret_value(),
+            assistant,
+            base_url=settings.telegram_api_base_url,
+            spool=spool,
+        )
+        async with application:
+            assistant.bot_username = (application.bot.username or "alfred").lower()
+            await application.start()
+            if settings.webhook_url:
+                await _serve_webhook(application, settings, stop)
+            else:
+                assert application.updater is not None
+                await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+                log.info("polling Telegram as @%s", application.bot.username)
+                await stop.wait()
+                await application.updater.stop()
+            await application.stop()
+    finally:
+        if background is not None:
+            await background.aclose()
+        await services.aclose()
+
+
+async def _serve_webhook(application: Any, settings: Settings, stop: asyncio.Event) -> None:
+    assert settings.webhook_url is not None
+    secret = (
+        settings.webhook_secret.get_secret_value()
+        if settings.webhook_secret
+        else secrets.token_urlsafe(32)
+    )
+    path = webhook_path(settings.webhook_url)
+    runner = web.AppRunner(make_web_app(application, path, secret))
+    await runner.setup()
+    site = web.TCPSite(runner, settings.webhook_listen, settings.webhook_port)
+    await site.start()
+    try:
+        await application.bot.set_webhook(
+            url=settings.webhook_url, secret_token=secret, allowed_updates=Update.ALL_TYPES
+        )
+        log.info("webhook on %s:%d%s", settings.webhook_listen, settings.webhook_port, path)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
