@@ -396,8 +396,13 @@ class Replay:
 
 
 def _mentions(text: str, username: str) -> list[dict[str, Any]]:
-    """``@alfred`` mention entities, with offsets in UTF-16 code units as Telegram sends."""
-    out = []
+    """The entities Telegram would attach: a leading ``/command`` and ``@alfred`` mentions,
+    with offsets in UTF-16 code units."""
+    out: list[dict[str, Any]] = []
+    command = re.match(r"^/[A-Za-z0-9_]+(@\w+)?", text)
+    if command:
+        out.append({"type": "bot_command", "offset": 0,
+                    "length": len(command.group(0).encode("utf-16-le")) // 2})
     for match in re.finditer(rf"@{re.escape(username)}\b", text, re.IGNORECASE):
         offset = len(text[: match.start()].encode("utf-16-le")) // 2
         length = len(match.group(0).encode("utf-16-le")) // 2

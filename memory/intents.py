@@ -22,6 +22,9 @@ stores, deletes or rewrites memory the user never asked about:
 * **"actually" counts only sentence-initially** and in a statement: "what actually
   happened?" is not a correction. A bare "no, …" is not a correction either: it is far
   more often an answer to Alfred's question than a fix of memory.
+* **Implicit corrections need something to correct.** "I'm not vegan anymore" counts
+  because "I'm vegan" can be read back from it; "I can't wait anymore" or "it doesn't
+  matter anymore" do not.
 * **"forget it" / "forget about it" are dismissals** ("never mind"), not deletions.
 * **Ambiguous references** (see :func:`detect_ambiguous_reference`): "my mom" always means
   the speaker's mother, since Telegram tells us who speaks; what is ambiguous in a group is
@@ -874,6 +877,11 @@ _ANYMORE = re.compile(
 )
 
 
+_DUMMY_SUBJECT = re.compile(
+    r"^(?:it|it's|that|that's|this|there|there's|things|nothing|everything)\b", re.IGNORECASE
+)
+
+
 def _implicit_correction(body: str) -> CorrectionIntent | None:
     if len(body) > MAX_PARSE_CHARS:
         return None
@@ -892,8 +900,9 @@ def _implicit_correction(body: str) -> CorrectionIntent | None:
         return CorrectionIntent(statement=new, negated=was, cue="used to")
     # Only when what stopped being true can be read back ("I'm not vegan anymore" →
     # "I'm vegan"); "I can't wait anymore" is a mood, not a correction.
+    # Dummy subjects ("it doesn't matter anymore") are not about anyone either.
     statement, negated = _split_negation(body)
-    if negated is not None:
+    if negated is not None and not _DUMMY_SUBJECT.match(negated):
         cue = "not anymore" if _ANYMORE.search(body) else "not"
         return CorrectionIntent(statement=statement, negated=negated, cue=cue)
     if _CHANGED.search(body) and re.search(r"\b(?:my|our|i|we)\b", body, re.IGNORECASE):

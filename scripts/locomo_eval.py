@@ -15,7 +15,8 @@ The data is CC BY-NC 4.0 and is read from where it lives (or ``--data``), never 
 This script only wires data to ``memory.search`` and ``integrations.onnx_embedder``; the
 retrieval logic lives there.
 
-    .venv/bin/python scripts/locomo_eval.py [--data PATH] [--leg-depth 100] [--quick]
+    .venv/bin/python scripts/locomo_eval.py [--data PATH] [--leg-depth 50]
+        [--quick | --latency-only]
 """
 
 from __future__ import annotations

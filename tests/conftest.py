@@ -34,6 +34,8 @@ for _name in list(os.environ):
     }:
         del os.environ[_name]
 os.environ["MEM0_TELEMETRY"] = "False"
+# PTB warns on every duration unless told to use timedeltas; warnings are errors here.
+os.environ["PTB_TIMEDELTA"] = "1"
 network_guard.install()
 
 

@@ -3,7 +3,7 @@
 DESIGN.md §6.3: the legs are fused either by reciprocal rank (k = 60, as seed 002 says)
 or by a weighted sum of min-max-normalised scores, whichever LoCoMo shows better. On the
 LoCoMo development conversations (scripts/locomo_eval.py) the weighted sum wins clearly:
-recall@10 0.68 against 0.60 for RRF, which is even below BM25 alone (0.63). RRF throws
+recall@10 0.68 against 0.62 for RRF, which is even below BM25 alone (0.63). RRF throws
 away *how much* better a leg's first hit is than its tenth, and with a weak dense leg
 (MiniLM) that flattening lets its noise outvote a confident keyword match.
 
@@ -32,9 +32,10 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from memory.constants import RRF_K
+
 FloatArray = npt.NDArray[np.float32]
 
-RRF_K: Final = 60
 DEFAULT_DENSE_WEIGHT: Final = 0.5
 DEFAULT_KEYWORD_WEIGHT: Final = 0.5
 

@@ -12,7 +12,9 @@ every call is ``POST {base_url}{token}/{method}`` with an
 ``application/x-www-form-urlencoded`` body (``multipart/form-data`` when a file is
 uploaded). Each form value is a *string*: ``str`` parameters go raw, everything else
 (ints, bools, lists, objects such as ``reply_parameters``) is ``json.dumps``-ed. So
-``chat_id=42&text=hi&reply_parameters={"message_id": 7}``. The server decodes values
+``chat_id=42&text=hi&reply_parameters={"message_id": 7}``; ``None`` parameters are
+left out, and parameterless calls (``getMe``, ``deleteWebhook``) are POSTs with an
+empty body and no Content-Type. The server decodes values
 back with :func:`_coerce_param`; JSON bodies and GET query strings work too, as they do
 on the real API. Answers are ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": "...", "parameters": {...}}`` with the
@@ -47,6 +49,16 @@ message the chat never had is 400 "message to be replied not found"; unknown cha
 400 "chat not found"; a bot that was kicked/blocked gets 403; entity offsets are UTF-16
 code units; editing with unchanged text is 400 "message is not modified"; answering a
 callback query twice is 400.
+
+Deliberate simplifications: webhook URLs may be plain ``http://`` on any port (the
+real API wants HTTPS on 443/80/88/8443); webhook updates go one at a time, in order,
+whatever ``max_connections`` says; privacy mode is not simulated (every pushed group
+message is delivered); ``close``/``logOut`` just answer ``true``.
+
+PTB note for tests: PTB 22 warns (``PTBDeprecationWarning``) whenever it builds a
+``RetryAfter`` or reads a time period such as ``Voice.duration`` unless the environment
+has ``PTB_TIMEDELTA=1``; under ``filterwarnings = error`` that warning is raised from
+inside PTB's request layer, so set the variable in tests that hit those paths.
 
 Fault injection: :meth:`FakeTelegram.fail_next` (any code/description/parameters),
 :meth:`~FakeTelegram.rate_limit_next` (429 + ``retry_after``),
@@ -122,7 +134,6 @@ _STRING_PARAMS = frozenset(
         "question",
         "explanation",
         "payload",
-        "show_alert_text",
         "switch_pm_text",
         "switch_pm_parameter",
         "next_offset",

@@ -1,0 +1,437 @@
+"""What the background jobs do, written without arq so any queue (or none) can run it.
+
+* :func:`process_request` — one outbox request: under the thread's lock, form batch
+  after batch while at least 4 user messages are unformed, close the session for a
+  ``cold`` request, consolidate what is due, mark the request done.
+* :func:`cold_sessions` — every thread whose session went cold gets a ``cold`` request.
+* :func:`requeue_outbox` — open requests without a live job are queued again, and jobs
+  orphaned by a killed worker are released so another worker re-runs them.
+
+Failures are sorted here: a busy lock raises :class:`LockBusy`, a dependency that is
+down raises :class:`Transient` with a back-off; :mod:`jobs.tasks` turns both into arq
+retries. Formation itself is idempotent (facts unique per partition and content hash,
+reflection ids derived from the batch, messages marked formed last), so running a
+request twice — after a crash, a lost lock or a duplicate job — duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
+from redis.asyncio import Redis
+from redis.exceptions import BusyLoadingError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from integrations.container import Services
+from integrations.mongo.outbox import (
+    FormationRequest,
+    MongoOutbox,
+    RequestKind,
+    RequestStatus,
+    describe_error,
+)
+from jobs.config import JobsConfig, lock_prefix
+from jobs.locks import Lease, LocalThreadLocks, LockBusy, LockLost, RedisThreadLocks, ThreadLocks
+from jobs.queue import JobQueue, JobState
+from memory.constants import FORMATION_MIN_MESSAGES
+from memory.errors import RateLimited, Unavailable
+from memory.formation import FormationReport, FormationService
+from memory.models import Partition, ReflectionScope, Thread, ThreadKind
+
+log = logging.getLogger(__name__)
+
+#: Exceptions that mean "a dependency is down or slow": retry later, never give up at once.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    Unavailable,
+    ConnectionFailure,  # pymongo: AutoReconnect, NetworkTimeout, ServerSelectionTimeoutError
+    ExecutionTimeout,
+    WTimeoutError,
+    RedisConnectionError,
+    RedisTimeoutError,
+    BusyLoadingError,
+    ConnectionError,
+    TimeoutError,
+    LockLost,
+)
+
+
+class Transient(Exception):
+    """A retryable failure: run the job again after ``defer`` seconds."""
+
+    def __init__(self, defer: float, cause: BaseException) -> None:
+        super().__init__(describe_error(cause))
+        self.defer = defer
+        self.cause = cause
+
+
+def transient_delay(exc: BaseException, job_try: int, config: JobsConfig) -> float | None:
+    """The back-off for a retryable failure, or None when retrying would not help."""
+    if isinstance(exc, RateLimited) and exc.retry_after:
+        return max(float(exc.retry_after), config.retry_base)
+    if isinstance(exc, TRANSIENT_ERRORS):
+        return config.backoff(job_try)
+    return None
+
+
+@dataclass
+class JobsRuntime:
+    """What the duties need: the services, the outbox, locks, tunables and (when jobs
+    run through a queue) the queue. Without a queue, duties do their work inline."""
+
+    services: Services
+    outbox: MongoOutbox
+    locks: ThreadLocks
+    config: JobsConfig
+    queue: JobQueue | None = None
+
+    @classmethod
+    def build(
+        cls,
+        services: Services,
+        *,
+        redis: Redis | None = None,
+        queue: JobQueue | None = None,
+        config: JobsConfig | None = None,
+    ) -> JobsRuntime:
+        """Redis locks when a Redis client is given, in-process locks otherwise."""
+        config = config or JobsConfig()
+        locks: ThreadLocks
+        if redis is not None:
+            locks = RedisThreadLocks(redis, lock_prefix(services.settings), config.lock_ttl)
+        else:
+            locks = LocalThreadLocks()
+        return cls(services, MongoOutbox(services.mongo.db), locks, config, queue)
+
+
+# --- forming a backlog --------------------------------------------------------------
+
+
+@dataclass
+class BacklogReport:
+    """The sum of the formations one request ran."""
+
+    formations: int = 0
+    messages: int = 0
+    facts_added: int = 0
+    facts_updated: int = 0
+    facts_invalidated: int = 0
+    reflections_added: int = 0
+    llm_calls: int = 0
+    more_left: bool = False
+    stopped: str | None = None
+
+    def add(self, report: FormationReport) -> None:
+        self.formations += 1
+        self.messages += report.messages
+        self.facts_added += report.facts_added
+        self.facts_updated += report.facts_updated
+        self.facts_invalidated += report.facts_invalidated
+        self.reflections_added += report.reflections_added
+        self.llm_calls += report.llm_calls
+
+
+async def form_backlog(
+    formation: FormationService,
+    thread_id: str,
+    lease: Lease,
+    *,
+    min_messages: int = FORMATION_MIN_MESSAGES,
+    deadline: float | None = None,
+) -> BacklogReport:
+    """Form batch after batch until fewer than ``min_messages`` user messages are left
+    (they stay for later, never dropped) or the ``deadline`` (monotonic) passes."""
+    total = BacklogReport()
+    last_batch: str | None = None
+    while True:
+        lease.check()
+        report = await formation.form_thread(thread_id, min_messages=min_messages)
+        if report.skipped:
+            total.stopped = report.skipped
+            return total
+        if report.batch_id == last_batch:
+            # The batch was not marked formed: looping would form it forever.
+            log.error("formation of thread %s repeated batch %s; stopping", thread_id, last_batch)
+            total.stopped = "batch repeated"
+            return total
+        last_batch = report.batch_id
+        total.add(report)
+        if deadline is not None and time.monotonic() >= deadline:
+            total.more_left = True
+            total.stopped = "time budget used; a follow-up request continues"
+            return total
+
+
+# --- one request --------------------------------------------------------------------
+
+
+@dataclass
+class RequestOutcome:
+    """What one run of a request did (stored on the request, returned by the job)."""
+
+    request_id: str
+    thread_id: str | None
+    kind: str | None
+    status: str  # "done" | "skipped"
+    backlog: BacklogReport = field(default_factory=BacklogReport)
+    consolidated: int = 0
+    session_closed: bool = False
+    follow_up: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def session_partition(thread: Thread) -> Partition:
+    """Where a thread's session reflections live (as formation writes them)."""
+    if thread.kind is ThreadKind.GROUP:
+        assert thread.circle_id is not None
+        return Partition.circle(thread.circle_id)
+    assert thread.user_id is not None
+    return Partition.dm(thread.user_id)
+
+
+async def process_request(
+    rt: JobsRuntime,
+    request_id: str,
+    *,
+    job_id: str | None = None,
+    job_try: int = 1,
+) -> RequestOutcome:
+    """Run one outbox request to completion (see the module docstring).
+
+    ``job_id`` names the lock's owner (the arq job id); inline runs get their own.
+    Raises :class:`LockBusy` if another job forms the thread, :class:`Transient` when a
+    dependency failed (the request stays open, with ``last_error``).
+    """
+    services = rt.services
+    owner = job_id or f"inline-{uuid.uuid4().hex}"
+    inline = rt.queue is None
+    try:
+        request = await rt.outbox.get(request_id)
+        if request is None or not request.open:
+            return RequestOutcome(
+                request_id,
+                request.thread_id if request else None,
+                request.kind.value if request else None,
+                "skipped",
+            )
+        async with rt.locks.hold(request.thread_id, owner) as lease:
+            await rt.outbox.begin(request.id, services.clock.now())
+            # Inline runs have no job timeout to respect: they finish the backlog.
+            deadline = None if inline else time.monotonic() + rt.config.form_budget
+            outcome = await _run_locked(rt, request, lease, deadline)
+        if outcome.follow_up is not None and rt.queue is not None:
+            await _enqueue(rt, outcome.follow_up)
+        return outcome
+    except LockBusy:
+        raise
+    except Exception as exc:
+        with contextlib.suppress(Exception):
+            await rt.outbox.note_error(request_id, exc)
+        delay = transient_delay(exc, job_try, rt.config)
+        if delay is None:
+            raise
+        log.warning(
+            "formation request %s: %s; retrying in %.1fs", request_id, describe_error(exc), delay
+        )
+        raise Transient(delay, exc) from exc
+
+
+async def _run_locked(
+    rt: JobsRuntime, request: FormationRequest, lease: Lease, deadline: float | None
+) -> RequestOutcome:
+    services = rt.services
+    outcome = RequestOutcome(request.id, request.thread_id, request.kind.value, "done")
+    outcome.backlog = await form_backlog(
+        services.formation, request.thread_id, lease, deadline=deadline
+    )
+    if outcome.backlog.more_left:
+        # Mark this one done first: the follow-up is a new open request of the same kind.
+        lease.check()
+        await rt.outbox.mark_done(request.id, services.clock.now(), outcome.as_dict())
+        follow_up, _ = await rt.outbox.request(
+            request.thread_id, request.kind, services.clock.now(), session_id=request.session_id
+        )
+        outcome.follow_up = follow_up.id
+        return outcome
+    if request.kind is RequestKind.COLD:
+        thread = await services.directory.thread(request.thread_id)
+        if thread is not None and request.session_id is not None:
+            lease.check()
+            report = await services.consolidation.consolidate(
+                ReflectionScope.SESSION, session_partition(thread), request.session_id, force=True
+            )
+            outcome.consolidated += int(report is not None)
+            await services.directory.close_session(thread.id, request.session_id)
+            outcome.session_closed = True
+            if outcome.backlog.formations:
+                await services.directory.reset_pending(thread.id)
+    lease.check()
+    outcome.consolidated += len(await services.consolidation.consolidate_due())
+    await rt.outbox.mark_done(request.id, services.clock.now(), outcome.as_dict())
+    return outcome
+
+
+async def _enqueue(rt: JobsRuntime, request_id: str) -> bool:
+    """Queue a request's job and record it; False (and logged) when Redis is down: the
+    request stays pending and the requeue cron queues it later."""
+    assert rt.queue is not None
+    try:
+        await rt.queue.enqueue_form(request_id)
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        log.warning(
+            "formation request %s kept pending: the job queue is unreachable (%s)",
+            request_id,
+            type(exc).__name__,
+        )
+        return False
+    # Queued now, or a job with this id already exists: either way it is in arq's hands.
+    await rt.outbox.mark_queued(request_id, rt.services.clock.now())
+    return True
+
+
+# --- crons ---------------------------------------------------------------------------
+
+
+@dataclass
+class ColdReport:
+    """Cold threads found, and what happened to each request."""
+
+    cold: int = 0
+    queued: list[str] = field(default_factory=list)
+    processed: list[dict[str, Any]] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+
+
+async def cold_sessions(rt: JobsRuntime, now: datetime | None = None) -> ColdReport:
+    """Give every thread whose session went cold a ``cold`` request; queue it (or, with
+    no queue, run it here)."""
+    services = rt.services
+    now = now or services.clock.now()
+    report = ColdReport()
+    for thread, session_id in await services.directory.cold_threads(now):
+        report.cold += 1
+        request, _ = await rt.outbox.request(
+            thread.id, RequestKind.COLD, now, session_id=session_id
+        )
+        if rt.queue is not None:
+            if await _enqueue(rt, request.id):
+                report.queued.append(request.id)
+            continue
+        try:
+            outcome = await process_request(rt, request.id)
+        except (LockBusy, Transient) as exc:
+            log.warning("cold session of thread %s left for later: %s", thread.id, exc)
+            report.deferred.append(request.id)
+        else:
+            report.processed.append(outcome.as_dict())
+    return report
+
+
+@dataclass
+class RequeueReport:
+    """Requests queued again, run inline, given up; orphaned jobs released."""
+
+    requeued: list[str] = field(default_factory=list)
+    processed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    unreachable: bool = False
+
+
+async def requeue_outbox(rt: JobsRuntime, now: datetime | None = None) -> RequeueReport:
+    """Open requests older than ``requeue_after`` with no live job are queued again (run
+    inline without a queue); then orphans of killed workers are released."""
+    services = rt.services
+    now = now or services.clock.now()
+    report = RequeueReport()
+    cutoff = now - timedelta(seconds=rt.config.requeue_after)
+    for request in await rt.outbox.due_for_requeue(cutoff):
+        if rt.queue is None:
+            try:
+                await process_request(rt, request.id)
+            except (LockBusy, Transient) as exc:
+                log.warning("formation request %s left for later: %s", request.id, exc)
+            else:
+                report.processed.append(request.id)
+            continue
+        try:
+            state = await rt.queue.state(request.id)
+            if state.live:
+                if request.status is RequestStatus.PENDING:
+                    await rt.outbox.mark_queued(request.id, now)
+                continue
+            if request.requeues >= rt.config.max_requeues:
+                await rt.outbox.mark_failed(
+                    request.id, now, f"given up after {request.requeues} requeues"
+                )
+                report.failed.append(request.id)
+                continue
+            if state is JobState.COMPLETE:
+                await rt.queue.forget_result(request.id)  # a failed run's result
+            await rt.queue.enqueue_form(request.id)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            log.warning("requeue skipped: the job queue is unreachable (%s)", type(exc).__name__)
+            report.unreachable = True
+            return report
+        await rt.outbox.mark_queued(request.id, now, requeued=True)
+        report.requeued.append(request.id)
+    if rt.queue is not None:
+        report.orphans = await recover_orphans(rt)
+    return report
+
+
+async def recover_orphans(rt: JobsRuntime) -> list[str]:
+    """Release jobs that arq thinks are running but whose worker died.
+
+    A live formation job holds its thread's lock under its own job id and renews it;
+    a killed worker's lock lapses within ``lock_ttl``. A job still "in progress" without
+    its lock, twice ``orphan_confirm`` apart (a job that has just started takes its lock
+    within milliseconds), is an orphan: its in-progress marker is cleared and any worker
+    runs it again now rather than after arq's in-progress timeout. A false positive is
+    harmless: the lock still lets only one run form the thread.
+    """
+    assert rt.queue is not None
+    queue = rt.queue
+
+    async def orphaned(request: FormationRequest) -> bool:
+        if not await queue.in_progress_for(request.id):
+            return False
+        holder = await rt.locks.holder(request.thread_id)
+        return holder is None or not holder.startswith(f"{request.id}:")
+
+    suspects = [r for r in await rt.outbox.open_requests() if await orphaned(r)]
+    if not suspects:
+        return []
+    await asyncio.sleep(rt.config.orphan_confirm)
+    released = []
+    for request in suspects:
+        if await orphaned(request) and await queue.release_orphan(request.id):
+            log.warning("formation job %s was orphaned by a dead worker; released", request.id)
+            released.append(request.id)
+    return released
+
+
+# --- admin -------------------------------------------------------------------------
+
+
+async def consolidate_now(
+    rt: JobsRuntime,
+    scope: ReflectionScope,
+    partition: Partition,
+    session_id: str | None = None,
+    *,
+    force: bool = True,
+) -> dict[str, Any] | None:
+    """Consolidate one (scope, partition[, session]) now (the operator's job)."""
+    report = await rt.services.consolidation.consolidate(scope, partition, session_id, force=force)
+    return None if report is None else {**asdict(report), "scope": report.scope.value}

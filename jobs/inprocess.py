@@ -1,0 +1,174 @@
+"""Running the jobs inside another process: the bot's embedded default, and replays.
+
+* :func:`start_inprocess_worker` — a real arq worker (crons included) as a task of the
+  caller's event loop, sharing the caller's services; ``await handle.stop()`` ends it.
+  A job interrupted by ``stop()`` is put back in the queue by arq and runs again.
+* :func:`drain` — a burst worker: runs every queued job (and the retries they cause)
+  to completion, one at a time so a replay is deterministic, and returns
+  ``[(job name, status)]``.
+* :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue) at a given,
+  possibly simulated, time. Both are every-minute, idempotent duties, so running them at
+  ``now`` is exactly what the cron would do at ``now``. Without a Redis handle they do
+  their work inline (no queue needed); with one they queue jobs for :func:`drain`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, cast
+
+from arq.connections import ArqRedis
+from arq.jobs import Job
+from arq.worker import Worker
+
+from integrations.container import Services
+from integrations.redis_connection import RedisHandle
+from jobs.config import COLD_SESSIONS, REQUEUE_OUTBOX, JobsConfig, queue_name
+from jobs.duties import JobsRuntime, cold_sessions, requeue_outbox
+from jobs.queue import JobQueue
+from jobs.worker import worker_options
+
+
+def _pool(redis: RedisHandle, name: str) -> ArqRedis:
+    pool = cast(ArqRedis, ArqRedis.from_url(redis.url, socket_connect_timeout=5.0))
+    pool.default_queue_name = name
+    return pool
+
+
+def _ctx(services: Services, redis: RedisHandle, config: JobsConfig | None) -> dict[str, Any]:
+    return {"services": services, "redis_handle": redis, "jobs_config": config}
+
+
+@dataclass
+class InprocessWorker:
+    """A running in-process worker."""
+
+    worker: Worker
+    task: asyncio.Task[None]
+
+    @property
+    def queue_name(self) -> str:
+        return self.worker.queue_name
+
+    async def stop(self) -> None:
+        """Stop polling, cancel running jobs (arq requeues them), run ``shutdown``."""
+        await self.worker.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+async def start_inprocess_worker(
+    services: Services,
+    redis: RedisHandle,
+    *,
+    config: JobsConfig | None = None,
+    crons: bool = True,
+    max_jobs: int = 4,
+    poll_delay: float = 0.5,
+) -> InprocessWorker:
+    """Run the arq worker as a task of this event loop, with ``services`` (not closed by
+    the worker) and ``redis`` (the queue's server; not closed either)."""
+    name = queue_name(services.settings)
+    worker = Worker(
+        **worker_options(config, crons=crons),
+        redis_pool=_pool(redis, name),
+        queue_name=name,
+        handle_signals=False,
+        max_jobs=max_jobs,
+        poll_delay=poll_delay,
+        ctx=_ctx(services, redis, config),
+    )
+    task = asyncio.create_task(worker.async_run(), name="alfred-inprocess-worker")
+    return InprocessWorker(worker, task)
+
+
+async def drain(
+    services: Services,
+    redis: RedisHandle,
+    *,
+    config: JobsConfig | None = None,
+    max_seconds: float | None = None,
+    poll_delay: float = 0.05,
+    max_jobs: int = 1,
+) -> list[tuple[str, str]]:
+    """Run every queued job to completion and return ``[(job name, status)]`` in the
+    order the jobs first started; status is ``complete``, ``failed``, or arq's state
+    (``queued``/``deferred``) for a job still waiting when ``max_seconds`` ran out.
+
+    Deferred retries keep the drain going until they ran. No cron is scheduled (use
+    :func:`run_due_crons`); cron jobs already in the queue do run.
+    """
+    name = queue_name(services.settings)
+    pool = _pool(redis, name)
+    order: dict[str, None] = {}
+    for job_id in await pool.zrange(name, 0, -1):
+        order[job_id.decode() if isinstance(job_id, bytes) else str(job_id)] = None
+
+    async def seen(ctx: dict[str, Any]) -> None:
+        order.setdefault(str(ctx["job_id"]), None)
+
+    worker = Worker(
+        **worker_options(config, crons=False),
+        redis_pool=pool,
+        queue_name=name,
+        burst=True,
+        handle_signals=False,
+        max_jobs=max_jobs,
+        poll_delay=poll_delay,
+        on_job_start=seen,
+        ctx=_ctx(services, redis, config),
+    )
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(worker.async_run(), max_seconds)
+        return [await _outcome(pool, name, job_id) for job_id in order]
+    finally:
+        await worker.close()
+
+
+async def _outcome(pool: ArqRedis, name: str, job_id: str) -> tuple[str, str]:
+    job = Job(job_id, pool, _queue_name=name)
+    result = await job.result_info()
+    if result is not None:
+        return result.function, "complete" if result.success else "failed"
+    info = await job.info()
+    return (info.function if info else "?"), (await job.status()).value
+
+
+@dataclass
+class CronRun:
+    """One cron duty that ran, and its report."""
+
+    name: str
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+async def run_due_crons(
+    services: Services,
+    now: datetime | None = None,
+    *,
+    redis: RedisHandle | None = None,
+    config: JobsConfig | None = None,
+) -> list[CronRun]:
+    """Run the every-minute duties at ``now`` (default: the services' clock).
+
+    Without ``redis``: cold sessions are formed, consolidated and closed here, and due
+    outbox requests are run here (with in-process locks: do not run a worker on the
+    same database meanwhile). With ``redis``: jobs are queued (run them with
+    :func:`drain`) and formation locks are Redis's.
+    """
+    now = now or services.clock.now()
+    queue = JobQueue.from_url(redis.url, queue_name(services.settings)) if redis else None
+    rt = JobsRuntime.build(
+        services, redis=redis.client if redis else None, queue=queue, config=config
+    )
+    try:
+        cold = await cold_sessions(rt, now)
+        requeue = await requeue_outbox(rt, now)
+    finally:
+        if queue is not None:
+            await queue.close()
+    return [CronRun(COLD_SESSIONS, asdict(cold)), CronRun(REQUEUE_OUTBOX, asdict(requeue))]

@@ -1,0 +1,154 @@
+"""The arq job functions: thin wrappers that turn :mod:`jobs.duties` into arq jobs.
+
+Each worker builds the services once (``startup``) and closes them once (``shutdown``);
+a job only looks them up in ``ctx``. Failures become arq retries here, and only here:
+a busy thread lock → ``Retry`` after a growing wait; a dependency that is down →
+``Retry`` with exponential back-off. Anything else fails the job (arq logs it); its
+outbox request stays open, so the requeue cron tries again later.
+
+``ctx`` keys a caller may preset (the in-process worker does): ``services``
+(:class:`integrations.container.Services`, not closed here), ``redis_handle``
+(:class:`integrations.redis_connection.RedisHandle`, not closed here), ``settings``
+and ``jobs_config``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from arq import Retry
+
+from integrations.container import Services, build_services
+from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.settings import load_settings
+from jobs.config import JobsConfig
+from jobs.duties import (
+    JobsRuntime,
+    Transient,
+    cold_sessions,
+    consolidate_now,
+    process_request,
+    requeue_outbox,
+)
+from jobs.locks import LockBusy
+from jobs.queue import JobQueue
+from memory.models import Partition, ReflectionScope
+
+log = logging.getLogger(__name__)
+
+Ctx = dict[str, Any]
+RUNTIME = "alfred_runtime"
+_OWNED_SERVICES = "alfred_owned_services"
+_OWNED_REDIS = "alfred_owned_redis"
+
+
+def runtime(ctx: Ctx) -> JobsRuntime:
+    """The worker's runtime (built by :func:`startup`)."""
+    rt = ctx.get(RUNTIME)
+    if not isinstance(rt, JobsRuntime):
+        raise RuntimeError("the worker's startup did not run: no services in ctx")
+    return rt
+
+
+async def startup(ctx: Ctx) -> None:
+    """Build the services and the Redis handle (unless given), then recover: requeue
+    what is due and release jobs orphaned by a worker that was killed."""
+    config = ctx.get("jobs_config") or JobsConfig()
+    services: Services | None = ctx.get("services")
+    handle: RedisHandle | None = ctx.get("redis_handle")
+    settings = services.settings if services is not None else ctx.get("settings")
+    settings = settings or load_settings()
+    if services is None:
+        services = await build_services(settings)
+        ctx[_OWNED_SERVICES] = services
+    if handle is None:
+        try:
+            handle = await connect_redis(settings)
+        except BaseException:
+            if ctx.get(_OWNED_SERVICES) is not None:
+                await services.aclose()
+            raise
+        ctx[_OWNED_REDIS] = handle
+    queue = JobQueue(ctx["redis"])
+    ctx[RUNTIME] = JobsRuntime.build(services, redis=handle.client, queue=queue, config=config)
+    try:
+        report = await requeue_outbox(runtime(ctx))
+    except Exception:
+        log.exception("start-up requeue failed; the cron retries every minute")
+    else:
+        if report.requeued or report.orphans:
+            log.info(
+                "start-up recovery: %d request(s) queued again, %d orphaned job(s) released",
+                len(report.requeued),
+                len(report.orphans),
+            )
+
+
+async def shutdown(ctx: Ctx) -> None:
+    """Close what :func:`startup` opened (never what the caller passed in)."""
+    ctx.pop(RUNTIME, None)
+    services = ctx.pop(_OWNED_SERVICES, None)
+    handle = ctx.pop(_OWNED_REDIS, None)
+    try:
+        if services is not None:
+            await services.aclose()
+    finally:
+        if handle is not None:
+            await handle.close()
+
+
+async def form_thread(ctx: Ctx, request_id: str) -> dict[str, Any]:
+    """Form the thread of outbox request ``request_id`` (see ``process_request``)."""
+    rt = runtime(ctx)
+    job_try = int(ctx.get("job_try", 1))
+    try:
+        outcome = await process_request(
+            rt, request_id, job_id=str(ctx.get("job_id") or request_id), job_try=job_try
+        )
+    except LockBusy:
+        raise Retry(defer=rt.config.lock_wait(job_try)) from None
+    except Transient as exc:
+        raise Retry(defer=exc.defer) from exc
+    return outcome.as_dict()
+
+
+async def cold_sessions_job(ctx: Ctx) -> dict[str, Any]:
+    """Cron, every minute: a ``cold`` request (and job) per session gone cold."""
+    return asdict(await cold_sessions(runtime(ctx)))
+
+
+async def requeue_outbox_job(ctx: Ctx) -> dict[str, Any]:
+    """Cron, every minute: queue stale open requests again; release orphaned jobs."""
+    return asdict(await requeue_outbox(runtime(ctx)))
+
+
+async def consolidate(
+    ctx: Ctx,
+    scope: str,
+    partition_fields: dict[str, Any],
+    session_id: str | None = None,
+    force: bool = True,
+) -> dict[str, Any] | None:
+    """Admin: consolidate one (scope, partition[, session]) now.
+
+    ``partition_fields`` is ``Partition.as_fields()`` (plain values survive the queue's
+    serialisation and any future queue).
+    """
+    rt = runtime(ctx)
+    try:
+        return await consolidate_now(
+            rt,
+            ReflectionScope(scope),
+            Partition.from_fields(partition_fields),
+            session_id,
+            force=force,
+        )
+    except Exception as exc:
+        from jobs.duties import transient_delay
+
+        delay = transient_delay(exc, int(ctx.get("job_try", 1)), rt.config)
+        if delay is None:
+            raise
+        raise Retry(defer=delay) from exc

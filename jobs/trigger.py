@@ -1,0 +1,103 @@
+"""What the bot calls after journaling a message: request a formation when one is due.
+
+Formation is due every 45 messages or ~1000 tokens of a thread, never under 4 messages
+(DESIGN.md §5); the thread's counters (``pending_messages``/``pending_tokens``) are
+kept by ``directory.touch`` as messages are journaled. When due:
+
+1. the request is written to the outbox (MongoDB) — from here on it cannot be lost;
+2. the counters are reset;
+3. the job is queued with the request id as its arq id (so arq refuses a duplicate).
+
+If Redis is down, step 3 is logged and skipped: the request stays ``pending`` and the
+requeue cron queues it once Redis is back. Nothing here raises to the caller: the
+user's message is already journaled, and a reply must never fail because background
+work could not be scheduled.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from redis.exceptions import RedisError
+
+from integrations.container import Services
+from integrations.mongo.outbox import FormationRequest, MongoOutbox, RequestKind, RequestStatus
+from jobs.queue import JobQueue
+from memory.constants import (
+    FORMATION_EVERY_MESSAGES,
+    FORMATION_EVERY_TOKENS,
+    FORMATION_MIN_MESSAGES,
+)
+
+log = logging.getLogger(__name__)
+
+
+def formation_due(messages: int, tokens: int) -> bool:
+    """Every 45 messages or 1000 tokens, never under 4 messages."""
+    if messages < FORMATION_MIN_MESSAGES:
+        return False
+    return messages >= FORMATION_EVERY_MESSAGES or tokens >= FORMATION_EVERY_TOKENS
+
+
+class FormationTrigger:
+    """Turns a thread's pending counters into an outbox request and a queued job.
+
+    ``queue`` may be None (no Redis at all): requests then stay pending until a
+    requeue (the worker's cron, or :func:`jobs.inprocess.run_due_crons`) picks them up.
+    """
+
+    def __init__(self, services: Services, queue: JobQueue | None) -> None:
+        self.services = services
+        self.queue = queue
+        self.outbox = MongoOutbox(services.mongo.db)
+
+    async def after_message(self, thread_id: str) -> FormationRequest | None:
+        """Request a formation of ``thread_id`` if one is due; the request, or None.
+
+        The returned request's ``status`` says whether its job was queued (``queued``)
+        or is waiting for Redis (``pending``). Never raises.
+        """
+        try:
+            messages, tokens = await self.services.directory.pending(thread_id)
+            if not formation_due(messages, tokens):
+                return None
+            now = self.services.clock.now()
+            request, created = await self.outbox.request(thread_id, RequestKind.FORM, now)
+            await self.services.directory.reset_pending(thread_id)
+            log.info(
+                "formation requested thread=%s request=%s messages=%d tokens=%d new=%s",
+                thread_id,
+                request.id,
+                messages,
+                tokens,
+                created,
+            )
+        except Exception:
+            log.exception("formation request for thread %s not written; retried later", thread_id)
+            return None
+        return await self._enqueue(request)
+
+    async def _enqueue(self, request: FormationRequest) -> FormationRequest:
+        if self.queue is None:
+            log.warning("formation request %s pending: no job queue configured", request.id)
+            return request
+        try:
+            await self.queue.enqueue_form(request.id)
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "formation request %s pending: the job queue is unreachable (%s); "
+                "the requeue cron will queue it",
+                request.id,
+                type(exc).__name__,
+            )
+            return request
+        now = self.services.clock.now()
+        try:
+            await self.outbox.mark_queued(request.id, now)
+        except Exception:
+            # The job is queued; the outbox says pending. The requeue cron sees a live
+            # job and only corrects the status.
+            log.exception("formation request %s queued but not marked so", request.id)
+            return request
+        return replace(request, status=RequestStatus.QUEUED, queued_at=now)

@@ -1,0 +1,39 @@
+"""Running replay scripts inside tests and collecting their output objects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.replay import parse_script, run_script
+from integrations.settings import Settings
+
+
+async def replay_lines(
+    settings: Settings, lines: list[Any], data_dir: Path
+) -> list[dict[str, Any]]:
+    """Run script lines (dicts or JSON strings) in a fresh store under ``data_dir``."""
+    text = [line if isinstance(line, str) else json.dumps(line) for line in lines]
+    out: list[dict[str, Any]] = []
+    world = settings.model_copy(
+        update={"alfred_data_dir": data_dir, "mongodb_database": f"replay_{data_dir.name}"}
+    )
+    await run_script(world, parse_script(text), out.append)
+    return out
+
+
+def replies(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o["reply"] for o in out if "reply" in o]
+
+
+def probes(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o["probe"] for o in out if "probe" in o]
+
+
+def say(who: str, where: str, text: str) -> dict[str, Any]:
+    return {"say": {"from": who, "in": where, "text": text}}
+
+
+def probe(who: str, where: str, query: str) -> dict[str, Any]:
+    return {"probe": {"as": who, "in": where, "query": query}}

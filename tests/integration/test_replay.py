@@ -1,0 +1,133 @@
+"""``alfred replay`` as REPLAY.md specifies it: the example, the format, the errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.replay import ScriptError, parse_script
+from integrations.settings import Settings
+from tests.helpers.replay import probe, probes, replay_lines, replies, say
+
+SURPRISE = "Remember that I'm planning a surprise party for Bob on Friday"
+EXAMPLE = [
+    {"circle": "fam", "members": ["alice", "bob"]},
+    say("alice", "dm:alice", SURPRISE),
+    say("bob", "group:fam", "@alfred is anyone planning something for Friday?"),
+    probe("bob", "group:fam", "What is Alice planning for Friday?"),
+    probe("alice", "dm:alice", "What am I planning for Friday?"),
+]
+
+
+async def test_replay_md_example(settings: Settings, tmp_path: Path) -> None:
+    out = await replay_lines(settings, EXAMPLE, tmp_path)
+    first, second = replies(out)
+    assert first == {"in": "dm:alice", "to": "alice", "text": "Got it, I'll remember that."}
+    assert second["in"] == "group:fam" and second["to"] == "bob"
+    assert "surprise" not in second["text"].lower() and "party" not in second["text"].lower()
+    bob, alice = probes(out)
+    assert bob["retrieved"] is True and bob["memories"] == []
+    assert "surprise" not in bob["context"].lower()
+    assert alice["memories"][0]["content"] == "Alice is planning a surprise party for Bob on Friday"
+    assert alice["memories"][0]["owner"] == "alice" and alice["memories"][0]["visibility"] == "dm"
+    assert set(alice["memories"][0]) == {
+        "id",
+        "content",
+        "category",
+        "owner",
+        "visibility",
+        "circle",
+        "score",
+    }
+
+
+async def test_group_learns_silently_and_answers_when_addressed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            say("alice", "group:fam", "remember that our anniversary is on 12 June"),
+            say("bob", "group:fam", "Alfred, remember that I'm allergic to peanuts"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    assert [r["to"] for r in replies(out)] == ["bob"], "unaddressed group messages get no reply"
+    dump = out[-1]["dump"]
+    assert {m["text"] for m in dump["messages"] if m["role"] == "user"} >= {
+        "remember that our anniversary is on 12 June"
+    }, "it still reads and journals them"
+    assert set(dump) == {"facts", "reflections", "consolidated", "clarifications", "messages"}
+    assert all("embedding" not in f for f in dump["facts"])
+
+
+async def test_clock_and_drain_run_cold_sessions(settings: Settings, tmp_path: Path) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["bob"]},
+            say("bob", "dm:bob", "I really love Thai food."),
+            say("bob", "dm:bob", "My sister's name is Jane."),
+            say("bob", "dm:bob", "We went hiking on Sunday and it was lovely."),
+            say("bob", "dm:bob", "Work has been busy with the product launch."),
+            {"jobs": "drain"},
+            {"clock": "+15m"},
+            {"jobs": "drain"},
+            probe("bob", "dm:bob", "What food do I love?"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    jobs = [o["job"] for o in out if "job" in o]
+    assert {"name": "cold_session", "status": "complete"} in jobs
+    assert any("Thai" in m["content"] for m in probes(out)[0]["memories"])
+    dump = out[-1]["dump"]
+    assert dump["consolidated"], "the cold session was consolidated into a blob"
+    assert all(m["formed"] for m in dump["messages"] if m["role"] == "user")
+
+
+def test_parse_rejects_malformed_lines() -> None:
+    with pytest.raises(ScriptError, match="line 2"):
+        parse_script(['{"circle": "fam"}', '{"say": {"from": "a"}}'])
+    with pytest.raises(ScriptError, match="line 1"):
+        parse_script(["not json"])
+    with pytest.raises(ScriptError, match="exactly one"):
+        parse_script(['{"say": {"from": "a", "in": "dm:a", "text": "x"}, "probe": {}}'])
+    with pytest.raises(ScriptError, match="clock"):
+        parse_script(['{"clock": "soon"}'])
+    assert parse_script(["", "# a comment", '{"jobs": "drain"}']) == [(3, "jobs", "drain")]
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"circle": "fam", "members": ["a"]}\n{"say": 42}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "replay", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "line 2" in result.stderr and result.stderr.count("\n") == 1
+    assert result.stdout == ""
+
+
+def test_cli_runs_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text("\n".join(json.dumps(x) for x in EXAMPLE) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "replay", str(script), "--data-dir", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [next(iter(o)) for o in objects] == ["reply", "reply", "probe", "probe"]
