@@ -17,6 +17,7 @@ import numpy as np
 
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
+from memory.intents import detect_correction
 from memory.llm import LLM, LLMOutputError
 from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
 from memory.ports import Clock, Embedder
@@ -163,6 +164,7 @@ class MemoryOperations:
     ) -> OperationResult:
         """Apply "actually …" at once: the closest fact of the speaker's partition here is
         invalidated (kept as history) and the corrected statement stored."""
+        statement, negated = split_correction(statement, negated)
         thread = viewer.thread
         partitions = {
             thread.partition_for(speaker.id),
@@ -356,6 +358,30 @@ class MemoryOperations:
             await self.notes.set_clarification_status(item.id, "resolved", now)
             return OperationResult(text="Thanks — I've updated what I remember.")
         return None
+
+
+_CLAUSE_BREAK = re.compile(
+    r"[;,]\s+(?=(?:i|i'm|i've|my|we|we're|our|now)\b)|\s+but\s+(?:now\s*,?\s+)?", re.I
+)
+
+
+def split_correction(statement: str | None, negated: str | None) -> tuple[str | None, str | None]:
+    """Separate what stopped being true from what is true now, in a sentence that says
+    both ("I don't love Thai food anymore, I love Korean food now")."""
+    if not statement:
+        return statement, negated
+    positive: list[str] = []
+    for part in (p.strip() for p in _CLAUSE_BREAK.split(statement)):
+        if not part:
+            continue
+        sub = detect_correction(part)
+        if sub is not None and sub.negated:
+            negated = negated or sub.negated
+        else:
+            positive.append(re.sub(r"\s+now$", "", part, flags=re.I))
+    if not positive:
+        return statement, negated
+    return " ".join(positive), negated
 
 
 def same_content(a: str, b: str) -> bool:

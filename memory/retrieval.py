@@ -109,6 +109,10 @@ class RetrievalConfig:
     embed_timeout_s: float = 0.25
     #: Weight of the mem0 leg when present (the local legs keep theirs).
     extra_weight: float = 0.3
+    #: A fact no keyword matched needs at least this cosine to count as relevant at all:
+    #: fusion normalises scores, so without a floor the best of many poor matches would
+    #: look like a perfect one. 0 turns the floor off (the benchmarks measure pure ranking).
+    min_dense: float = 0.25
 
 
 class Retriever:
@@ -161,6 +165,18 @@ class Retriever:
         scores = dict(zip(legs, outcomes, strict=True))
 
         fused = self._fuse(scores)
+        if self.config.min_dense > 0:
+            dense, keyword = scores.get("dense", {}), scores.get("keyword", {})
+            extras = {
+                i for name, hits in scores.items() if name not in ("dense", "keyword") for i in hits
+            }
+            fused = {
+                i: v
+                for i, v in fused.items()
+                if keyword.get(i, 0.0) > 0
+                or dense.get(i, 0.0) >= self.config.min_dense
+                or i in extras
+            }
         if not fused:
             result.timings_ms["total"] = _ms(started)
             return result

@@ -1,30 +1,77 @@
 """What the offline provider says when asked to chat.
 
-It cannot read a conversation, so it must not pretend to: with no structured fallback it
-says plainly that it is offline and what it can still do. :func:`compose_reply` is the
-extension point: the reply path will pass a structured fallback (the intent handled, the
-memories found) and a templated answer will be composed from it here, or a composer can be
-injected into :class:`~integrations.offline_llm.provider.OfflineLLM`.
+It cannot read a conversation, so it must not pretend to. Given the structured reply
+context (:class:`memory.prompts.reply.ReplyContext`) it answers a question from the
+memories retrieval found, citing them, and says plainly that it runs offline when it
+cannot do better. A statement is acknowledged (formation learns from it in the
+background); a greeting gets a short introduction to what works offline.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
+
+from memory.prompts.reply import ReplyContext
 
 OFFLINE_NOTICE: Final = (
     "I'm running offline, without a language model, so I can't hold a real conversation "
     'right now. I can still remember things for you ("remember that …"), correct or forget '
     'them, and tell you what I remember ("what do you remember about me?").'
 )
+NO_MEMORY: Final = (
+    "I don't know — I have nothing about that in what I remember here. "
+    "(I'm running offline, without a language model, so I can only answer from memory.)"
+)
+GREETING: Final = (
+    "Hello! I'm running offline (no language model), so I can't chat, but I can remember "
+    'things ("remember that …"), correct or forget them, and tell you what I remember.'
+)
+NOTED: Final = "Noted — I'll keep it in mind."
+MAX_CITED: Final = 3
+
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(who|what|when|where|which|why|how|is|are|do|does|did|can|could|should|will|would|have|has)\b",
+    re.I,
+)
+_GREETING = re.compile(
+    r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
+)
+
+
+def _is_question(text: str) -> bool:
+    return _QUESTION.search(text.strip()) is not None
+
+
+def _cite(ctx: ReplyContext) -> str:
+    lines = []
+    for memory in ctx.memories[:MAX_CITED]:
+        source = f" ({memory.from_name} told me)" if memory.from_name else ""
+        lines.append(f"- {memory.content}{source}")
+    return "\n".join(lines)
+
+
+def compose_for(ctx: ReplyContext) -> str:
+    """The offline answer to one message, from its structured reply context."""
+    text = ctx.text.strip()
+    if _GREETING.match(text) and len(text) < 40:
+        return GREETING
+    if _is_question(text):
+        if ctx.memories:
+            return "From what I remember:\n" + _cite(ctx)
+        return NO_MEMORY
+    return NOTED
 
 
 def compose_reply(fallback: Any = None) -> str:
     """The offline reply for ``fallback``.
 
-    ``None`` → :data:`OFFLINE_NOTICE`. A non-blank string is an already composed answer and
-    is returned as is. Anything else (a structure this version does not know yet) also gets
-    the notice, rather than a wrong guess.
+    A :class:`ReplyContext` gets :func:`compose_for`; a non-blank string is an already
+    composed answer, returned as is; anything else gets :data:`OFFLINE_NOTICE` rather
+    than a wrong guess.
     """
+    if isinstance(fallback, ReplyContext):
+        return compose_for(fallback)
     if isinstance(fallback, str) and fallback.strip():
         return fallback.strip()
     return OFFLINE_NOTICE
