@@ -46,9 +46,9 @@ from memory.models import (
 )
 from memory.operations import MemoryOperations
 from memory.privacy import is_visible
-from memory.retrieval import ScoredFact
 from memory.prompts.common import Person
 from memory.prompts.reply import SEARCH_MEMORY, CitedMemory, ReplyContext, build_messages
+from memory.retrieval import ScoredFact
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ what memory the bot would use — through the same privacy-filtered retrieval pa
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 from telegram import Update
 
 from bot.assistant import Assistant
-from bot.offline_bot_api import BOT_ID, OfflineBotAPI
+from bot.offline_bot_api import OfflineBotAPI
 from bot.telegram_app import build_application
 from integrations.container import Services, build_services
 from integrations.settings import Settings
@@ -401,8 +402,13 @@ def _mentions(text: str, username: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     command = re.match(r"^/[A-Za-z0-9_]+(@\w+)?", text)
     if command:
-        out.append({"type": "bot_command", "offset": 0,
-                    "length": len(command.group(0).encode("utf-16-le")) // 2})
+        out.append(
+            {
+                "type": "bot_command",
+                "offset": 0,
+                "length": len(command.group(0).encode("utf-16-le")) // 2,
+            }
+        )
     for match in re.finditer(rf"@{re.escape(username)}\b", text, re.IGNORECASE):
         offset = len(text[: match.start()].encode("utf-16-le")) // 2
         length = len(match.group(0).encode("utf-16-le")) // 2
@@ -463,11 +469,11 @@ async def run_script(settings: Settings, events: list[tuple[int, str, Any]], emi
 async def data_folder(path: Path | None) -> AsyncIterator[Path]:
     """The given folder, or a temporary one removed afterwards."""
     if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
         yield path
         return
-    tmp = Path(tempfile.mkdtemp(prefix="alfred-replay-"))
+    tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="alfred-replay-"))
     try:
         yield tmp
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, tmp, ignore_errors=True)

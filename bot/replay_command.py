@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -38,7 +39,8 @@ async def replay_file(
     settings: Settings, script: Path, *, data_dir: Path | None, as_text: bool
 ) -> int:
     try:
-        lines = script.read_text(encoding="utf-8").splitlines()
+        text = await asyncio.to_thread(script.read_text, encoding="utf-8")
+        lines = text.splitlines()
     except OSError as exc:
         print(f"alfred replay: cannot read {script}: {exc.strerror}", file=sys.stderr)
         return 2

@@ -25,7 +25,6 @@ from telegram.ext import (
     ApplicationBuilder,
     BaseRateLimiter,
     ChatMemberHandler,
-    CommandHandler,
     ContextTypes,
     MessageHandler,
     TypeHandler,
@@ -95,9 +94,9 @@ def _sender(message: Message) -> Sender | None:
 
 def addressed_to_bot(message: Message, bot_id: int, bot_username: str) -> bool:
     """Mentioned (@alfred or a text mention), or replied to."""
-    if message.reply_to_message and message.reply_to_message.from_user:
-        if message.reply_to_message.from_user.id == bot_id:
-            return True
+    replied = message.reply_to_message
+    if replied and replied.from_user and replied.from_user.id == bot_id:
+        return True
     entities = message.parse_entities() | message.parse_caption_entities()
     for entity, text in entities.items():
         if entity.type == MessageEntity.MENTION and text.lstrip("@").lower() == bot_username:
@@ -202,7 +201,7 @@ class AlfredHandlers:
         inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
         if inc is None:
             return
-        thread, viewer = await self.assistant.register(inc)
+        _, viewer = await self.assistant.register(inc)
         if name == "start":
             text = await start_text(self.assistant, viewer)
         elif name == "help":

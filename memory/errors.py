@@ -45,9 +45,7 @@ class Unavailable(AlfredError):
 class RateLimited(Unavailable):
     """A dependency asked us to slow down; retry after ``retry_after`` seconds."""
 
-    def __init__(
-        self, component: str, message: str, *, retry_after: float | None = None
-    ) -> None:
+    def __init__(self, component: str, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(component, message)
         self.retry_after = retry_after
 

@@ -23,9 +23,9 @@ from tests.helpers.fake_openai import (
     json_task_handler,
     tool_call,
 )
+from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 DEFAULT_TASKS = json_task_handler()
-from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 SECRET_WORDS = ("zanzibar",)  # in the secret only: no attacker ever says it
 SECRET = "Remember that I'm planning a surprise party for Bob at the Zanzibar Lounge on Friday"

@@ -66,9 +66,7 @@ async def server_stopped(lease: EmbeddedLease) -> None:
     paths = EmbeddedPaths(lease.data_dir, lease.kind)
     await eventually(lambda: not process_alive(lease.server_pid), "server process exits")
     await eventually(lambda: not paths.state.exists(), "state file removed")
-    await eventually(
-        lambda: not process_alive(lease.supervisor_pid), "supervisor exits", within=5
-    )
+    await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor exits", within=5)
 
 
 @dataclass

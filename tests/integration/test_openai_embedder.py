@@ -11,7 +11,9 @@ from memory.errors import BadInput, RateLimited, Unavailable
 from tests.helpers.fake_openai import FakeOpenAI, bad_request, malformed_body, rate_limited
 
 
-def embedder_for(fake: FakeOpenAI, model: str = "text-embedding-3-small", dims: int = 8) -> OpenAIEmbedder:
+def embedder_for(
+    fake: FakeOpenAI, model: str = "text-embedding-3-small", dims: int = 8
+) -> OpenAIEmbedder:
     client = AsyncOpenAI(api_key="k", base_url=fake.base_url, max_retries=0)
     return OpenAIEmbedder(client, model, dimensions=dims)
 
