@@ -18,9 +18,8 @@ import asyncio
 import contextlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from arq.connections import ArqRedis
 from arq.jobs import Job
 from arq.worker import Worker
 
@@ -28,18 +27,24 @@ from integrations.container import Services
 from integrations.redis_connection import RedisHandle
 from jobs.config import COLD_SESSIONS, REQUEUE_OUTBOX, JobsConfig, queue_name
 from jobs.duties import JobsRuntime, cold_sessions, requeue_outbox
-from jobs.queue import JobQueue
+from jobs.queue import JobQueue, QueuePool
 from jobs.worker import worker_options
 
 
-def _pool(redis: RedisHandle, name: str) -> ArqRedis:
-    pool = cast(ArqRedis, ArqRedis.from_url(redis.url, socket_connect_timeout=5.0))
-    pool.default_queue_name = name
-    return pool
+def _pool(redis: RedisHandle, name: str) -> QueuePool:
+    # No socket timeout: the worker's polling connection must not time out while idle.
+    return QueuePool.connect(redis.url, name, connect_timeout=5.0, timeout=None)
 
 
-def _ctx(services: Services, redis: RedisHandle, config: JobsConfig | None) -> dict[str, Any]:
-    return {"services": services, "redis_handle": redis, "jobs_config": config}
+def _ctx(
+    services: Services, redis: RedisHandle, config: JobsConfig | None, *, recover: bool
+) -> dict[str, Any]:
+    return {
+        "services": services,
+        "redis_handle": redis,
+        "jobs_config": config,
+        "recover_on_startup": recover,
+    }
 
 
 @dataclass
@@ -79,7 +84,7 @@ async def start_inprocess_worker(
         handle_signals=False,
         max_jobs=max_jobs,
         poll_delay=poll_delay,
-        ctx=_ctx(services, redis, config),
+        ctx=_ctx(services, redis, config, recover=True),
     )
     task = asyncio.create_task(worker.async_run(), name="alfred-inprocess-worker")
     return InprocessWorker(worker, task)
@@ -119,7 +124,7 @@ async def drain(
         max_jobs=max_jobs,
         poll_delay=poll_delay,
         on_job_start=seen,
-        ctx=_ctx(services, redis, config),
+        ctx=_ctx(services, redis, config, recover=False),
     )
     try:
         with contextlib.suppress(TimeoutError):
@@ -129,7 +134,7 @@ async def drain(
         await worker.close()
 
 
-async def _outcome(pool: ArqRedis, name: str, job_id: str) -> tuple[str, str]:
+async def _outcome(pool: QueuePool, name: str, job_id: str) -> tuple[str, str]:
     job = Job(job_id, pool, _queue_name=name)
     result = await job.result_info()
     if result is not None:

@@ -11,6 +11,7 @@ for the same request while one is queued, running, or its result is kept.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import cast
 
 from arq.connections import ArqRedis
 from arq.constants import in_progress_key_prefix, result_key_prefix
@@ -43,6 +44,31 @@ _STATES = {
 }
 
 
+class QueuePool(ArqRedis):
+    """arq's Redis client, closed with ``aclose``: arq's worker still calls the
+    ``close()`` that redis-py deprecated (5.0.1), which warns on every shutdown."""
+
+    async def close(self, close_connection_pool: bool | None = None) -> None:
+        await self.aclose(close_connection_pool=close_connection_pool)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        queue_name: str,
+        *,
+        connect_timeout: float = 2.0,
+        timeout: float | None = 5.0,
+    ) -> QueuePool:
+        """A client for ``url`` and ``queue_name`` that connects lazily (never fails here)."""
+        pool = cast(
+            QueuePool,
+            cls.from_url(url, socket_connect_timeout=connect_timeout, socket_timeout=timeout),
+        )
+        pool.default_queue_name = queue_name
+        return pool
+
+
 class JobQueue:
     """Enqueue formation jobs and ask about them."""
 
@@ -56,10 +82,7 @@ class JobQueue:
     ) -> JobQueue:
         """A queue on ``url`` that connects lazily: building it never fails, so a bot can
         start (and journal messages) while Redis is down; enqueueing then raises."""
-        pool = ArqRedis.from_url(
-            url, socket_connect_timeout=connect_timeout, socket_timeout=timeout
-        )
-        pool.default_queue_name = queue_name
+        pool = QueuePool.connect(url, queue_name, connect_timeout=connect_timeout, timeout=timeout)
         return cls(pool, owns_pool=True)
 
     @property

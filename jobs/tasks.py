@@ -8,8 +8,8 @@ outbox request stays open, so the requeue cron tries again later.
 
 ``ctx`` keys a caller may preset (the in-process worker does): ``services``
 (:class:`integrations.container.Services`, not closed here), ``redis_handle``
-(:class:`integrations.redis_connection.RedisHandle`, not closed here), ``settings``
-and ``jobs_config``.
+(:class:`integrations.redis_connection.RedisHandle`, not closed here), ``settings``,
+``jobs_config`` and ``recover_on_startup`` (default true; a drain sets it false).
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ async def startup(ctx: Ctx) -> None:
         ctx[_OWNED_REDIS] = handle
     queue = JobQueue(ctx["redis"])
     ctx[RUNTIME] = JobsRuntime.build(services, redis=handle.client, queue=queue, config=config)
+    if not ctx.get("recover_on_startup", True):
+        return
     try:
         report = await requeue_outbox(runtime(ctx))
     except Exception:

@@ -49,10 +49,24 @@ def clip_words(text: str, limit: int = FACT_MAX_WORDS) -> str:
 class FactWriter:
     """Stores new facts and rewords existing ones, embedding as it goes."""
 
-    def __init__(self, store: FactWriteStore, embedder: Embedder, clock: Clock) -> None:
+    def __init__(
+        self,
+        store: FactWriteStore,
+        embedder: Embedder,
+        clock: Clock,
+        *,
+        max_words: int | None = FACT_MAX_WORDS,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.clock = clock
+        #: Facts are cut to this many words; None keeps them whole (benchmarks store turns).
+        self.max_words = max_words
+
+    def _clip(self, text: str) -> str:
+        if self.max_words is None:
+            return " ".join(text.split())
+        return clip_words(text, self.max_words)
 
     async def add_many(
         self,
@@ -62,7 +76,7 @@ class FactWriter:
     ) -> list[tuple[Fact, bool]]:
         """Store facts (content, category, importance, partition, provenance) in one batch
         embedding call; returns each stored fact and whether it was new."""
-        cleaned = [(clip_words(c), cat, imp, p, prov) for c, cat, imp, p, prov in items]
+        cleaned = [(self._clip(c), cat, imp, p, prov) for c, cat, imp, p, prov in items]
         cleaned = [row for row in cleaned if row[0]]
         if not cleaned:
             return []
@@ -116,7 +130,7 @@ class FactWriter:
         importance: int | None = None,
     ) -> Fact | None:
         """UPDATE: new wording for an existing fact, the old one kept in its history."""
-        content = clip_words(content)
+        content = self._clip(content)
         vector = (await self.embedder.embed([content]))[0]
         return await self.store.update_content(
             fact_id,

@@ -1,0 +1,202 @@
+"""``alfred bench locomo``: evidence recall@k on LoCoMo through Alfred's own paths.
+
+Every turn of a conversation is stored as a fact through the normal write path
+(embedded, hashed, in one partition per conversation, prefixed with its session date
+and speaker), and every question of categories 1-4 goes through the normal retrieval
+path (heuristic bypassed) as the conversation's owner. A question scores the share of
+its evidence turns found among the k results. The data file is read where it lies.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from bot.bench.common import bench_world, emit, percentiles, progress, stderr
+from integrations.settings import load_settings
+from memory.clock import ManualClock
+from memory.facts import FactWriter
+from memory.models import Category, Partition, Provenance, Thread, ThreadKind, Viewer
+from memory.retrieval import RetrievalConfig
+from memory.search.fusion import FusionConfig, FusionMethod
+
+DEFAULT_DATA = Path("../shared/benchmarks/locomo/locomo-dev.json")
+CATEGORIES = ("1", "2", "3", "4")
+
+
+def parse_range(text: str) -> list[int]:
+    """``"0-4"`` or ``"0,2,3"`` → indices."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out += list(range(int(lo), int(hi) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def turns(sample: dict[str, Any], *, dated: bool) -> list[tuple[str, str]]:
+    """(dia_id, text) for every turn, with the session date and speaker in front."""
+    conv = sample["conversation"]
+    out = []
+    n = 1
+    while f"session_{n}" in conv:
+        date = conv.get(f"session_{n}_date_time", "")
+        for turn in conv[f"session_{n}"]:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares a photo: {turn['blip_caption']}]"
+            out.append((turn["dia_id"], f"[{date}] {text}" if dated and date else text))
+        n += 1
+    return out
+
+
+async def run_locomo(
+    data: Path,
+    conversations: list[int],
+    ks: list[int],
+    fusion: FusionConfig,
+    *,
+    dated: bool,
+    data_dir: Path | None,
+) -> dict[str, Any]:
+    samples = json.loads(data.read_text(encoding="utf-8"))
+    chosen = [samples[i] for i in conversations if 0 <= i < len(samples)]
+    if not chosen:
+        raise typer.BadParameter(f"no conversations {conversations} in {data}")
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    config = RetrievalConfig(fusion=fusion, min_dense=0.0, leg_timeout_s=30, embed_timeout_s=30)
+    max_k = max(ks)
+    hits: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    latencies: list[float] = []
+    async with bench_world(
+        load_settings(),
+        data_dir=data_dir,
+        clock=clock,
+        retrieval=config,
+        database="alfred_bench_locomo",
+    ) as s:
+        writer = FactWriter(s.facts, s.embedder, clock, max_words=None)
+        with progress() as bar:
+            total_turns = sum(len(turns(x, dated=dated)) for x in chosen)
+            task = bar.add_task("storing turns", total=total_turns)
+            dia_of: dict[str, dict[str, set[str]]] = {}
+            for sample in chosen:
+                owner = f"locomo-{sample['sample_id']}"
+                partition = Partition.dm(owner)
+                mapping: dict[str, set[str]] = defaultdict(set)
+                rows = turns(sample, dated=dated)
+                for start in range(0, len(rows), 64):
+                    batch = rows[start : start + 64]
+                    stored = await writer.add_many(
+                        [
+                            (text, Category.FACT, 5, partition, Provenance(message_ids=[dia]))
+                            for dia, text in batch
+                        ]
+                    )
+                    for (dia, _), (fact, _) in zip(batch, stored, strict=True):
+                        mapping[fact.id].add(dia)
+                    bar.advance(task, len(batch))
+                dia_of[owner] = mapping
+            questions = [
+                (f"locomo-{x['sample_id']}", q)
+                for x in chosen
+                for q in x["qa"]
+                if str(q.get("category")) in CATEGORIES and q.get("evidence")
+            ]
+            task = bar.add_task("asking questions", total=len(questions))
+            for owner, q in questions:
+                thread = Thread(id=f"dm-{owner}", kind=ThreadKind.DM, user_id=owner)
+                viewer = Viewer(user_id=owner, thread=thread)
+                started = time.perf_counter()
+                result = await s.retriever.search(viewer, str(q["question"]), limit=max_k)
+                latencies.append((time.perf_counter() - started) * 1000)
+                found: list[set[str]] = [dia_of[owner].get(f.fact.id, set()) for f in result.facts]
+                evidence = set(q["evidence"])
+                category = str(q["category"])
+                for k in ks:
+                    seen = set().union(*found[:k]) if found[:k] else set()
+                    hits[category][k].append(len(evidence & seen) / len(evidence))
+                bar.advance(task)
+    all_scores = {k: [v for c in hits.values() for v in c[k]] for k in ks}
+    return {
+        "questions": len(questions),
+        "recall": {str(k): round(sum(v) / len(v), 4) if v else 0.0 for k, v in all_scores.items()},
+        "by_category": {
+            c: {
+                str(k): round(sum(hits[c][k]) / len(hits[c][k]), 4) if hits[c][k] else 0.0
+                for k in ks
+            }
+            for c in CATEGORIES
+            if c in hits
+        },
+        "latency_ms": percentiles(latencies, (50, 95)),
+        "fusion": {
+            "method": fusion.method.value,
+            "dense_weight": fusion.dense_weight,
+            "keyword_weight": fusion.keyword_weight,
+        },
+        "conversations": conversations,
+        "date_prefix": dated,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("locomo")
+    def locomo(
+        data: Annotated[
+            Path, typer.Option("--data", help="LoCoMo JSON (read in place).")
+        ] = DEFAULT_DATA,
+        conversations: Annotated[str, typer.Option(help="Which conversations, e.g. 0-4.")] = "0-4",
+        k: Annotated[str, typer.Option("--k", help="Cut-offs, e.g. 5,10,20.")] = "5,10,20",
+        fusion: Annotated[
+            FusionMethod, typer.Option(help="weighted or rrf.")
+        ] = FusionMethod.WEIGHTED,
+        dense_weight: Annotated[
+            float, typer.Option(help="Weight of the vector leg.")
+        ] = FusionConfig().dense_weight,
+        no_date: Annotated[
+            bool, typer.Option("--no-date", help="Do not prefix session dates.")
+        ] = False,
+        data_dir: Annotated[
+            Path | None, typer.Option("--data-dir", help="Keep the store here.")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
+        ] = False,
+    ) -> None:
+        """Evidence recall@k on the LoCoMo development set, through Alfred's write and
+        retrieval paths."""
+        import asyncio
+
+        if not data.is_file():
+            stderr.print(f"alfred bench locomo: no data file at {data} (pass --data FILE)")
+            raise typer.Exit(2)
+        ks = sorted({int(x) for x in k.split(",") if x.strip()})
+        config = FusionConfig(
+            method=fusion, dense_weight=dense_weight, keyword_weight=max(0.0, 1.0 - dense_weight)
+        )
+        result = asyncio.run(
+            run_locomo(
+                data, parse_range(conversations), ks, config, dated=not no_date, data_dir=data_dir
+            )
+        )
+        lines = [
+            f"LoCoMo evidence recall over {result['questions']} questions "
+            f"({fusion.value}, dense {dense_weight:.2f})"
+        ]
+        lines += [f"  recall@{kk}: {v:.3f}" for kk, v in result["recall"].items()]
+        for c, row in result["by_category"].items():
+            lines.append(f"  category {c}: " + ", ".join(f"@{kk} {v:.3f}" for kk, v in row.items()))
+        lines.append(
+            f"  latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms"
+        )
+        emit(result, as_json=as_json, summary="\n".join(lines))
