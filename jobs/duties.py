@@ -281,12 +281,15 @@ async def _run_locked(
     return outcome
 
 
-async def _enqueue(rt: JobsRuntime, request_id: str) -> bool:
+async def _enqueue(
+    rt: JobsRuntime, request_id: str, status: RequestStatus = RequestStatus.PENDING
+) -> bool:
     """Queue a request's job and record it; False (and logged) when Redis is down: the
-    request stays pending and the requeue cron queues it later."""
+    request stays pending and the requeue cron queues it later. A request already
+    ``queued`` whose job arq still holds keeps its queue time (the requeue age)."""
     assert rt.queue is not None
     try:
-        await rt.queue.enqueue_form(request_id)
+        queued = await rt.queue.enqueue_form(request_id)
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         log.warning(
             "formation request %s kept pending: the job queue is unreachable (%s)",
@@ -294,8 +297,9 @@ async def _enqueue(rt: JobsRuntime, request_id: str) -> bool:
             type(exc).__name__,
         )
         return False
-    # Queued now, or a job with this id already exists: either way it is in arq's hands.
-    await rt.outbox.mark_queued(request_id, rt.services.clock.now())
+    if queued or status is RequestStatus.PENDING:
+        # Queued now, or its job existed while the outbox still said pending.
+        await rt.outbox.mark_queued(request_id, rt.services.clock.now())
     return True
 
 
@@ -324,7 +328,7 @@ async def cold_sessions(rt: JobsRuntime, now: datetime | None = None) -> ColdRep
             thread.id, RequestKind.COLD, now, session_id=session_id
         )
         if rt.queue is not None:
-            if await _enqueue(rt, request.id):
+            if await _enqueue(rt, request.id, request.status):
                 report.queued.append(request.id)
             continue
         try:

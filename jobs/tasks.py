@@ -31,6 +31,7 @@ from jobs.duties import (
     consolidate_now,
     process_request,
     requeue_outbox,
+    transient_delay,
 )
 from jobs.locks import LockBusy
 from jobs.queue import JobQueue
@@ -148,8 +149,6 @@ async def consolidate(
             force=force,
         )
     except Exception as exc:
-        from jobs.duties import transient_delay
-
         delay = transient_delay(exc, int(ctx.get("job_try", 1)), rt.config)
         if delay is None:
             raise

@@ -83,7 +83,7 @@ class FormationTrigger:
             log.warning("formation request %s pending: no job queue configured", request.id)
             return request
         try:
-            await self.queue.enqueue_form(request.id)
+            queued = await self.queue.enqueue_form(request.id)
         except (RedisError, OSError) as exc:
             log.warning(
                 "formation request %s pending: the job queue is unreachable (%s); "
@@ -91,6 +91,10 @@ class FormationTrigger:
                 request.id,
                 type(exc).__name__,
             )
+            return request
+        if not queued and request.status is RequestStatus.QUEUED:
+            # Its job is already queued or running (arq refused the duplicate); keep the
+            # request's queue time so the requeue cron's age check is not pushed back.
             return request
         now = self.services.clock.now()
         try:

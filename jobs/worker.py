@@ -46,6 +46,11 @@ from memory.errors import ConfigurationError
 KEEP_RESULT = 3600
 #: How often the worker writes its health key (``arq --check``).
 HEALTH_CHECK_INTERVAL = 60
+#: On SIGTERM/SIGINT, stop taking jobs and give running ones this long before
+#: cancelling them (a cancelled job is run again later). Besides a gentler deploy, it
+#: avoids an arq race: a plain SIGTERM while a finished job's result is being written
+#: makes arq's shutdown raise CancelledError (exit code 1).
+JOB_COMPLETION_WAIT = 15
 
 _leases: list[EmbeddedLease] = []
 
@@ -92,6 +97,7 @@ def worker_options(config: JobsConfig | None = None, *, crons: bool = True) -> d
         "max_tries": config.form_max_tries,
         "keep_result": KEEP_RESULT,
         "health_check_interval": HEALTH_CHECK_INTERVAL,
+        "job_completion_wait": JOB_COMPLETION_WAIT,
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
 from memory.constants import FACTS, PARTITIONS
@@ -67,6 +67,20 @@ class MongoFactStore:
             raise
         await self._bump(fact.partition)
         return fact, True
+
+    async def add_bulk(self, facts: Sequence[Fact]) -> int:
+        """Insert many new facts at once (imports, benchmarks); duplicates are skipped.
+        Returns how many were inserted."""
+        if not facts:
+            return 0
+        try:
+            result = await self._facts.insert_many([fact_to_doc(f) for f in facts], ordered=False)
+            inserted = len(result.inserted_ids)
+        except BulkWriteError as exc:
+            inserted = int(exc.details.get("nInserted", 0))
+        for partition in {f.partition for f in facts}:
+            await self._bump(partition)
+        return inserted
 
     async def update_content(
         self,
@@ -194,6 +208,12 @@ class MongoFactStore:
 
     async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
         query = and_visible(viewer, {"_id": {"$in": list(ids)}, "current": True})
+        return [fact_from_doc(d) async for d in self._facts.find(query)]
+
+    async def load_partition_facts(
+        self, viewer: Viewer, partition_keys: Sequence[str]
+    ) -> list[Fact]:
+        query = and_visible(viewer, {"pkey": {"$in": list(partition_keys)}, "current": True})
         return [fact_from_doc(d) async for d in self._facts.find(query)]
 
     async def list_visible(

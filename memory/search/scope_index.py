@@ -33,6 +33,8 @@ from memory.search.bm25 import BM25Index
 from memory.search.vector import VectorIndex
 
 DEFAULT_MAX_SCOPES = 256
+#: Above this many changed facts, whole partitions are read instead of a list of ids.
+BULK_LOAD_ABOVE = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +158,19 @@ class ScopeIndexCache:
             for fact_id, (_, rev) in revisions.items()
             if fact_id not in index.facts or index.facts[fact_id].rev != rev
         ]
-        for start in range(0, len(to_load), 2000):
-            batch = await self._source.load_facts(viewer, to_load[start : start + 2000])
-            for loaded in batch:
-                if is_visible(loaded.partition, viewer) and loaded.current:
-                    index.put(loaded)
-            self.loads += len(batch)
+        if len(to_load) > BULK_LOAD_ABOVE:
+            wanted = set(to_load)
+            loaded = [
+                f
+                for f in await self._source.load_partition_facts(viewer, changed)
+                if f.id in wanted
+            ]
+        else:
+            loaded = await self._source.load_facts(viewer, to_load)
+        for fact in loaded:
+            if is_visible(fact.partition, viewer) and fact.current:
+                index.put(fact)
+        self.loads += len(loaded)
         for key in changed:
             index.versions[key] = visible[key]
 
