@@ -9,6 +9,7 @@ its evidence turns found among the k results. The data file is read where it lie
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import defaultdict
@@ -68,7 +69,7 @@ async def run_locomo(
     dated: bool,
     data_dir: Path | None,
 ) -> dict[str, Any]:
-    samples = json.loads(data.read_text(encoding="utf-8"))
+    samples = json.loads(await asyncio.to_thread(data.read_text, encoding="utf-8"))
     chosen = [samples[i] for i in conversations if 0 <= i < len(samples)]
     if not chosen:
         raise typer.BadParameter(f"no conversations {conversations} in {data}")

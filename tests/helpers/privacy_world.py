@@ -76,5 +76,5 @@ def partition_st() -> st.SearchStrategy[Partition]:
 
 
 worlds = st.builds(
-    World, memberships=memberships_st, partitions=st.lists(partition_st(), min_size=1, max_size=25)
+    World, memberships=memberships_st, partitions=st.lists(partition_st(), min_size=3, max_size=25)
 )

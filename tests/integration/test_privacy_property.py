@@ -50,7 +50,7 @@ def test_filter_equals_predicate_in_real_database(mongo: MongoHandle) -> None:
     # Thousands of viewer/thread cases, tens of thousands of memories judged, and the
     # worlds are not degenerate: some memories were visible and most were not.
     assert counts["pairs"] >= 5_000
-    assert counts["judged"] >= 50_000
+    assert counts["judged"] >= 3 * counts["pairs"]
     assert 0 < counts["visible"] < counts["judged"] // 2
 
 
