@@ -101,6 +101,7 @@ class Assistant:
             llm=services.llm,
             embedder=services.embedder,
             clock=services.clock,
+            mirror=services.mirror,
         )
 
     # --- registration ---------------------------------------------------------------

@@ -124,8 +124,19 @@ async def _mem0(settings: Settings) -> ComponentReport:
     mode = settings.mem0_enabled_mode
     if mode is Mode.OFF:
         return ComponentReport(Mode.OFF.value, True, "off (set MEM0_API_KEY or MEM0_MODE=oss)")
+    from integrations.mem0_index import build_semantic_index
+
+    started = time.perf_counter()
+    index = await build_semantic_index(settings)
+    if index is None:
+        return ComponentReport(Mode.OFF.value, True, "off")
+    try:
+        await index.search("doctor:probe", "ping", 1)
+    finally:
+        await index.aclose()
+    took = (time.perf_counter() - started) * 1000
     return ComponentReport(
-        mode.value, False, "mem0 is configured but this version of Alfred cannot use it yet"
+        mode.value, True, f"{index.name} answered a search in {took:.0f} ms (infer=False)"
     )
 
 

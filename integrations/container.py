@@ -10,7 +10,7 @@ when Atlas Search exists but the indexes are missing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
@@ -20,13 +20,15 @@ from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
-from integrations.settings import Settings
+from integrations.settings import Mode, Settings
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
+from memory.models import Fact
+from memory.semantic import SemanticIndex, SemanticMetrics
 from memory.ports import Clock, Embedder
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
@@ -56,13 +58,36 @@ class Services:
     always: AlwaysInContext
     search_backend: str
     warnings: list[str] = field(default_factory=list)
+    semantic: SemanticIndex | None = None
+    semantic_metrics: SemanticMetrics | None = None
+    mirror: Mem0Mirror | None = None
 
     async def aclose(self) -> None:
         await self.retriever.drain()
-        close = getattr(self.llm, "aclose", None)
-        if close is not None:
-            await close()
+        for part in (self.llm, self.semantic):
+            close = getattr(part, "aclose", None)
+            if close is not None:
+                await close()
         await self.mongo.close()
+
+
+class Mem0Mirror:
+    """Keeps mem0 in step with local facts: copies new ones, deletes forgotten ones."""
+
+    def __init__(self, store: MongoFactStore, index: SemanticIndex, metrics: SemanticMetrics):
+        self.store = store
+        self.index = index
+        self.metrics = metrics
+
+    async def mirror(self, fact: Fact) -> None:
+        from integrations.mem0_index import mirror_fact
+
+        await mirror_fact(self.store, self.index, fact, self.metrics)
+
+    async def forget(self, facts: Sequence[Fact]) -> None:
+        from integrations.mem0_index import delete_mirrors
+
+        await delete_mirrors(self.index, facts, self.metrics)
 
 
 def build_llm(settings: Settings) -> LLM:
@@ -109,10 +134,25 @@ async def build_services(
     embedder = embedder or build_embedder(settings)
     llm = llm or build_llm(settings)
     mongo = await connect_mongo(settings)
+    semantic: SemanticIndex | None = None
     try:
         caps = await detect_capabilities(mongo.db)
         store = MongoFactStore(mongo.db)
         backend, warnings = await choose_search_backend(mongo, caps, store, embedder)
+        other_models = await store.count_other_models(embedder.model_name)
+        if other_models:
+            warnings.append(
+                f"{other_models} fact(s) were embedded with another model than "
+                f"{embedder.model_name}: they are found by keywords only until re-embedded"
+            )
+        metrics = SemanticMetrics()
+        legs = dict(extra_legs or {})
+        if settings.mem0_enabled_mode is not Mode.OFF and "mem0" not in legs:
+            from integrations.mem0_index import build_semantic_index, semantic_leg
+
+            semantic = await build_semantic_index(settings, embedding_dims=None)
+            if semantic is not None:
+                legs["mem0"] = semantic_leg(semantic, mongo.db, metrics)
         for warning in warnings:
             log.warning(warning)
         retriever = Retriever(
@@ -120,16 +160,19 @@ async def build_services(
             embedder,
             clock,
             retrieval or RetrievalConfig(),
-            extra_legs=extra_legs,
+            extra_legs=legs,
             on_access=store.record_access,
         )
     except BaseException:
+        if semantic is not None:
+            await semantic.aclose()
         await mongo.close()
         raise
     directory = MongoDirectory(mongo.db)
     journal = MongoJournal(mongo.db)
     notes = MongoNotes(mongo.db)
     writer = FactWriter(store, embedder, clock)
+    mirror = Mem0Mirror(store, semantic, metrics) if semantic is not None else None
     formation = FormationService(
         journal=journal,
         directory=directory,
@@ -139,6 +182,7 @@ async def build_services(
         llm=llm,
         embedder=embedder,
         clock=clock,
+        mirror=mirror,
     )
     return Services(
         settings=settings,
@@ -158,4 +202,7 @@ async def build_services(
         always=AlwaysInContext(notes),
         search_backend=backend.name,
         warnings=warnings,
+        semantic=semantic,
+        semantic_metrics=metrics,
+        mirror=mirror,
     )

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     mem0_host: str | None = None
     mem0_mode: str = "auto"
 
+    # Retention.
+    circle_retention_days: int = Field(default=30, ge=0)
+    message_retention_days: int = Field(default=30, ge=0)
+
     # Google Calendar.
     google_client_id: str | None = None
     google_client_secret: SecretStr | None = None

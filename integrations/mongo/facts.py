@@ -240,6 +240,18 @@ class MongoFactStore:
         doc = await self._facts.find_one({"_id": fact_id})
         return fact_from_doc(doc) if doc else None
 
+    async def in_circle(self, circle_id: str) -> list[Fact]:
+        """Every fact of a circle's partitions, history included (the purge of a circle)."""
+        return [
+            fact_from_doc(d) async for d in self._facts.find({"circle_id": circle_id}, NO_EMBEDDING)
+        ]
+
+    async def count_other_models(self, model_name: str) -> int:
+        """Current facts whose vector came from another embedding model (or none)."""
+        return await self._facts.count_documents(
+            {"current": True, "embedding_model": {"$ne": model_name}}
+        )
+
     async def owned_by(self, user_id: str) -> list[Fact]:
         """Every fact of a user's, or stated by them (for erasure and export jobs)."""
         query = {"$or": [{"owner_user_id": user_id}, {"provenance.speaker_id": user_id}]}

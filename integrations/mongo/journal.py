@@ -91,6 +91,10 @@ class MongoJournal:
         )
         return result.deleted_count
 
+    async def delete_for_circle(self, circle_id: str) -> int:
+        result = await self._messages.delete_many({"circle_id": circle_id})
+        return result.deleted_count
+
     async def purge_formed_before(self, cutoff: datetime) -> int:
         """Drop raw messages formed before ``cutoff`` (the retention window)."""
         result = await self._messages.delete_many({"formed": True, "formed_at": {"$lt": cutoff}})

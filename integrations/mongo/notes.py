@@ -208,6 +208,14 @@ class MongoNotes:
         }
         return counts
 
+    async def delete_for_circle(self, circle_id: str) -> dict[str, int]:
+        in_circle = {"circle_id": circle_id}
+        return {
+            "reflections": (await self._reflections.delete_many(in_circle)).deleted_count,
+            "consolidated": (await self._consolidated.delete_many(in_circle)).deleted_count,
+            "clarifications": (await self._clarifications.delete_many(in_circle)).deleted_count,
+        }
+
     async def delete_reflections(self, ids: Sequence[str]) -> list[Reflection]:
         docs = [d async for d in self._reflections.find({"_id": {"$in": list(ids)}})]
         if docs:
