@@ -28,11 +28,11 @@ from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
 from memory.models import Fact
-from memory.semantic import SemanticIndex, SemanticMetrics
 from memory.ports import Clock, Embedder
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
+from memory.semantic import SemanticIndex, SemanticMetrics
 
 log = logging.getLogger(__name__)
 
