@@ -29,14 +29,15 @@ class JobsConfig:
     #: Transient failures (database, Redis, LLM down) back off ``base * 2**(try-1)``.
     retry_base: float = 2.0
     retry_max: float = 300.0
-    #: One job forms batches for at most this long, then a follow-up request continues,
-    #: so a 10,000-message backlog never runs into the job timeout.
+    #: One run forms batches for at most this long, then the job is run again at once
+    #: (same request, still open), so a 10,000-message backlog never hits the timeout.
     form_budget: float = 300.0
     #: arq's timeout of a formation job: the budget plus one slow batch (3 LLM calls
     #: with retries) to finish.
     form_job_timeout: float = 900.0
-    #: arq runs of one formation job (lock waits count too) before arq gives up; the
-    #: outbox request stays open and the requeue cron queues it again later.
+    #: arq runs of one formation job (lock waits and budget continuations count too)
+    #: before arq gives up; the outbox request stays open and the requeue cron queues it
+    #: again later (with a fresh count).
     form_max_tries: int = 12
     #: An open request older than this without a live job is queued again.
     requeue_after: float = 120.0

@@ -64,6 +64,16 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class MoreLeft(Exception):
+    """The time budget ran out with messages still unformed: run the job again at once.
+
+    The request stays open between runs, so a crash in between loses nothing."""
+
+    def __init__(self, outcome: RequestOutcome) -> None:
+        super().__init__(f"request {outcome.request_id}: more messages to form")
+        self.outcome = outcome
+
+
 class Transient(Exception):
     """A retryable failure: run the job again after ``defer`` seconds."""
 
@@ -166,7 +176,7 @@ async def form_backlog(
         total.add(report)
         if deadline is not None and time.monotonic() >= deadline:
             total.more_left = True
-            total.stopped = "time budget used; a follow-up request continues"
+            total.stopped = "time budget used; the job runs again"
             return total
 
 
@@ -180,11 +190,10 @@ class RequestOutcome:
     request_id: str
     thread_id: str | None
     kind: str | None
-    status: str  # "done" | "skipped"
+    status: str  # "done" | "skipped" | "continued"
     backlog: BacklogReport = field(default_factory=BacklogReport)
     consolidated: int = 0
     session_closed: bool = False
-    follow_up: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -209,8 +218,9 @@ async def process_request(
     """Run one outbox request to completion (see the module docstring).
 
     ``job_id`` names the lock's owner (the arq job id); inline runs get their own.
-    Raises :class:`LockBusy` if another job forms the thread, :class:`Transient` when a
-    dependency failed (the request stays open, with ``last_error``).
+    Raises :class:`LockBusy` if another job forms the thread, :class:`MoreLeft` when the
+    time budget ran out before the backlog did, :class:`Transient` when a dependency
+    failed (the request stays open, with ``last_error``).
     """
     services = rt.services
     owner = job_id or f"inline-{uuid.uuid4().hex}"
@@ -229,10 +239,10 @@ async def process_request(
             # Inline runs have no job timeout to respect: they finish the backlog.
             deadline = None if inline else time.monotonic() + rt.config.form_budget
             outcome = await _run_locked(rt, request, lease, deadline)
-        if outcome.follow_up is not None and rt.queue is not None:
-            await _enqueue(rt, outcome.follow_up)
+        if outcome.status == "continued":
+            raise MoreLeft(outcome)  # after the lock is released, so the next run gets it
         return outcome
-    except LockBusy:
+    except (LockBusy, MoreLeft):
         raise
     except Exception as exc:
         with contextlib.suppress(Exception):
@@ -255,13 +265,8 @@ async def _run_locked(
         services.formation, request.thread_id, lease, deadline=deadline
     )
     if outcome.backlog.more_left:
-        # Mark this one done first: the follow-up is a new open request of the same kind.
-        lease.check()
-        await rt.outbox.mark_done(request.id, services.clock.now(), outcome.as_dict())
-        follow_up, _ = await rt.outbox.request(
-            request.thread_id, request.kind, services.clock.now(), session_id=request.session_id
-        )
-        outcome.follow_up = follow_up.id
+        # The request stays open: the same job runs again (crash-safe, nothing to hand over).
+        outcome.status = "continued"
         return outcome
     if request.kind is RequestKind.COLD:
         thread = await services.directory.thread(request.thread_id)

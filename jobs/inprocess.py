@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -58,11 +59,27 @@ class InprocessWorker:
     def queue_name(self) -> str:
         return self.worker.queue_name
 
-    async def stop(self) -> None:
-        """Stop polling, cancel running jobs (arq requeues them), run ``shutdown``."""
-        await self.worker.close()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop taking jobs, give running ones ``grace`` seconds, then cancel the rest
+        (arq puts them back in the queue) and run ``shutdown``."""
+        self.worker.allow_pick_jobs = False
+        running = [t for t in self.worker.tasks.values() if not t.done()]
+        if running:
+            await asyncio.wait(running, timeout=grace)
+        await _ignoring_inner_cancel(self.worker.close())
+        await _ignoring_inner_cancel(self.task)
+
+
+async def _ignoring_inner_cancel(awaitable: Awaitable[Any]) -> None:
+    """Await ``awaitable``; a CancelledError that comes from the tasks being stopped
+    (arq re-raises a job task's cancellation from ``close()``) is not ours to raise,
+    unless this task itself is being cancelled."""
+    try:
+        await awaitable
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
 
 
 async def start_inprocess_worker(

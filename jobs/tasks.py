@@ -2,8 +2,9 @@
 
 Each worker builds the services once (``startup``) and closes them once (``shutdown``);
 a job only looks them up in ``ctx``. Failures become arq retries here, and only here:
-a busy thread lock → ``Retry`` after a growing wait; a dependency that is down →
-``Retry`` with exponential back-off. Anything else fails the job (arq logs it); its
+a busy thread lock → ``Retry`` after a growing wait; a used-up time budget → ``Retry``
+at once (the backlog continues); a dependency that is down → ``Retry`` with
+exponential back-off. Anything else fails the job (arq logs it); its
 outbox request stays open, so the requeue cron tries again later.
 
 ``ctx`` keys a caller may preset (the in-process worker does): ``services``
@@ -26,6 +27,7 @@ from integrations.settings import load_settings
 from jobs.config import JobsConfig
 from jobs.duties import (
     JobsRuntime,
+    MoreLeft,
     Transient,
     cold_sessions,
     consolidate_now,
@@ -112,6 +114,9 @@ async def form_thread(ctx: Ctx, request_id: str) -> dict[str, Any]:
         )
     except LockBusy:
         raise Retry(defer=rt.config.lock_wait(job_try)) from None
+    except MoreLeft as more:
+        log.info("formation request %s continues: %s", request_id, more.outcome.backlog)
+        raise Retry() from None  # back in the queue at its old score: runs next
     except Transient as exc:
         raise Retry(defer=exc.defer) from exc
     return outcome.as_dict()
