@@ -1,0 +1,155 @@
+"""``alfred bench bot``: messages per second and the reply path's own overhead.
+
+Alfred answers addressed messages in a circle's group holding N facts, with the chat
+model served by a local OpenAI-compatible server at zero latency. Each message is timed
+through the whole reply path (registration, journal, always-in-context block, heuristic,
+retrieval, prompt, the real OpenAI client, the reply, the formation trigger); the time
+spent inside the model client is measured separately and subtracted, which leaves the
+overhead Alfred adds to whatever model it is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import SecretStr
+
+from bot.assistant import Assistant
+from bot.bench.common import bench_world, emit, percentiles, progress
+from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
+from bot.bench.retrieval import MEMBERS, _partition_for, _store
+from bot.bench.synthetic import facts as synthetic_facts
+from bot.bench.synthetic import questions as synthetic_questions
+from bot.incoming import Incoming, Sender
+from bot.replay_jobs import InlineJobs
+from integrations.settings import load_settings
+from memory.clock import ManualClock
+
+
+def _chat_or_task(system: str, user: str) -> Any:
+    if "You are Alfred" in system:
+        return "Sure — here is what I know."
+    return formation_handler(system, user)
+
+
+class _TimedLLM:
+    """Wraps the LLM to add up the time spent inside the model client."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def chat(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await self.inner.chat(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await self.inner.run(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+async def run_bot_bench(n: int, messages: int, *, data_dir: Path | None) -> dict[str, Any]:
+    clock = ManualClock(datetime(2026, 6, 1, 9, tzinfo=UTC))
+    async with FakeLLMServer(_chat_or_task) as server:
+        settings = load_settings().model_copy(
+            update={
+                "openai_api_key": SecretStr("bench"),
+                "openai_base_url": server.base_url,
+                "embeddings_provider": "local",
+            }
+        )
+        async with bench_world(
+            settings, data_dir=data_dir, clock=clock, database=f"alfred_bench_bot_{n}"
+        ) as s:
+            await _store(
+                s, synthetic_facts(n), [_partition_for(i, "-100") for i in range(n)], f"{n} facts"
+            )
+            timed = _TimedLLM(s.llm)
+            s.llm = timed
+            assistant = Assistant(s, after_message=InlineJobs(s).after_message)
+            assistant.ops.llm = timed
+            for i, member in enumerate(MEMBERS):
+                await s.directory.upsert_user(1000 + i, member.upper(), member, clock.now())
+            ids = itertools.count(1)
+            asked = synthetic_questions(messages + 5, seed=5)
+            totals: list[float] = []
+            overheads: list[float] = []
+            with progress() as bar:
+                task = bar.add_task(f"messages at {n} facts", total=len(asked))
+                for k, question in enumerate(asked):
+                    sender = Sender(telegram_id=1000 + k % 4, name=MEMBERS[k % 4].upper())
+                    inc = Incoming(
+                        chat_id=-100,
+                        chat_type="group",
+                        sender=sender,
+                        message_id=next(ids),
+                        text=f"@alfred {question}",
+                        chat_title="Bench",
+                        addressed=True,
+                    )
+                    before = timed.seconds
+                    started = time.perf_counter()
+                    turn = await assistant.handle(inc)
+                    elapsed = time.perf_counter() - started
+                    assert turn.replies, "every addressed message is answered"
+                    if k >= 5:  # the first few warm caches and connections
+                        totals.append(elapsed * 1000)
+                        overheads.append((elapsed - (timed.seconds - before)) * 1000)
+                    bar.advance(task)
+            wall = sum(totals) / 1000
+            return {
+                "facts": n,
+                "messages": len(totals),
+                "per_second": round(len(totals) / wall, 2) if wall else 0.0,
+                "overhead_ms": percentiles(overheads, (50, 95)),
+                "total_ms": percentiles(totals, (50, 95)),
+            }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("bot")
+    def bench_bot(
+        sizes: Annotated[
+            str, typer.Option(help="Facts in the circle, e.g. 1000,10000.")
+        ] = "1000,10000",
+        messages: Annotated[int, typer.Option(min=1, help="Messages to time per size.")] = 100,
+        data_dir: Annotated[
+            Path | None, typer.Option("--data-dir", help="Keep the store here.")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
+        ] = False,
+    ) -> None:
+        """Reply-path throughput and overhead (model time excluded) at N facts."""
+        results = [
+            asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir))
+            for x in sizes.split(",")
+            if x.strip()
+        ]
+        out = {
+            "messages": messages,
+            "by_facts": {
+                str(r["facts"]): {k: v for k, v in r.items() if k != "facts"} for r in results
+            },
+        }
+        lines = [
+            f"{r['facts']:>7} facts: {r['per_second']} msg/s, overhead p50 "
+            f"{r['overhead_ms']['p50']} ms, p95 {r['overhead_ms']['p95']} ms"
+            for r in results
+        ]
+        emit(out, as_json=as_json, summary="reply path (model time excluded)\n" + "\n".join(lines))
