@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.incoming import Incoming, Outgoing, split_for_telegram
 from integrations.container import Services
@@ -69,6 +70,8 @@ CONFIRM_ERASE_US = (
 )
 ERASE_CONFIRMED = re.compile(r"^\s*yes\b.*\b(erase|delete|forget)\b", re.I)
 HISTORY_TURNS = 12
+#: How long a chat's registration (user, circle, membership, thread) is trusted.
+REGISTRATION_TTL_S = 300
 
 
 @dataclass
@@ -93,6 +96,7 @@ class Assistant:
         self.s = services
         self.bot_username = bot_username.lstrip("@").lower()
         self.after_message = after_message
+        self._registered: dict[tuple[object, ...], tuple[Thread, datetime]] = {}
         self.ops = MemoryOperations(
             facts=services.facts,
             writer=services.writer,
@@ -107,8 +111,27 @@ class Assistant:
     # --- registration ---------------------------------------------------------------
 
     async def register(self, inc: Incoming) -> tuple[Thread, Viewer]:
-        """The thread and viewer of a message, creating circle, user and thread as needed."""
+        """The thread and viewer of a message, creating circle, user and thread as needed.
+
+        Registration is remembered for a few minutes per (chat, sender, name, title), so a
+        busy chat costs one query here (the viewer's circles, always read fresh: a member
+        who left stops seeing the circle at once). A sender whose viewer lacks the group's
+        circle is registered again, since writing in the group makes them a member."""
+        key = (inc.chat_id, inc.sender.telegram_id, inc.sender.name, inc.chat_title)
         now = self.s.clock.now()
+        cached = self._registered.get(key)
+        if cached is not None and (now - cached[1]).total_seconds() < REGISTRATION_TTL_S:
+            thread = cached[0]
+            viewer = await self.s.directory.viewer(str(inc.sender.telegram_id), thread)
+            if thread.circle_id is None or thread.circle_id in viewer.circle_ids:
+                return thread, viewer
+        thread, viewer = await self._register(inc, now)
+        self._registered[key] = (thread, now)
+        if len(self._registered) > 10_000:
+            self._registered.pop(next(iter(self._registered)))
+        return thread, viewer
+
+    async def _register(self, inc: Incoming, now: datetime) -> tuple[Thread, Viewer]:
         d = self.s.directory
         user = await d.upsert_user(
             inc.sender.telegram_id, inc.sender.name, inc.sender.username, now
@@ -320,6 +343,7 @@ class Assistant:
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
         counts = await self.ops.forget_everything(viewer.user_id)
         await self.s.directory.delete_user(viewer.user_id)
+        self._registered.clear()
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
             f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."
