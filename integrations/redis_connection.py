@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import AuthenticationError, RedisError
 
-from integrations.embedded import EmbeddedLease, acquire
+from integrations.embedded import EmbeddedLease
+from integrations.endpoints import resolve_endpoint
 from integrations.mongo.connection import redact
 from integrations.settings import Mode, Settings
 from memory.errors import ConfigurationError, Unavailable
@@ -41,20 +42,10 @@ class RedisHandle:
 
 async def connect_redis(settings: Settings, *, ping_timeout: float = 5.0) -> RedisHandle:
     """Open the job-queue Redis and check that it answers PING."""
-    lease: EmbeddedLease | None = None
-    if settings.redis_url is not None:
-        url = settings.redis_url.get_secret_value()
-        mode = Mode.CONFIGURED
-    else:
-        lease = await asyncio.to_thread(
-            acquire,
-            "redis",
-            settings.data_dir(),
-            port=settings.embedded_redis_port,
-            timeout=settings.embedded_start_timeout,
-        )
-        url = lease.url
-        mode = Mode.EMBEDDED
+    endpoint = await resolve_endpoint(
+        "redis", settings.redis_url, settings, port=settings.embedded_redis_port
+    )
+    url, mode, lease = endpoint.url, endpoint.mode, endpoint.lease
     try:
         client = Redis.from_url(
             url, socket_timeout=ping_timeout, socket_connect_timeout=ping_timeout

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from memory.heuristics import dynamic_limit, should_retrieve
-from memory.models import Category, Partition, Viewer
+from memory.models import Category, Fact, Partition, Viewer
 from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
 from memory.search.fusion import (
@@ -52,6 +52,21 @@ class Candidate:
     partition: Partition
     reinforced_at: datetime
     access_count: int
+
+
+def candidate_of(fact: Fact) -> Candidate:
+    """A stored fact as a retrieval candidate; it was last reinforced when it was stated,
+    updated or recalled, whichever is latest."""
+    reinforced = max(t for t in (fact.valid_at, fact.updated_at, fact.last_accessed_at) if t)
+    return Candidate(
+        id=fact.id,
+        content=fact.content,
+        category=fact.category,
+        importance=fact.importance,
+        partition=fact.partition,
+        reinforced_at=reinforced,
+        access_count=fact.access_count,
+    )
 
 
 @dataclass(frozen=True, slots=True)

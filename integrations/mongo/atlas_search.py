@@ -19,17 +19,22 @@ from memory.constants import FACTS
 from memory.models import Viewer
 from memory.ports import Vector
 from memory.privacy import is_visible
-from memory.retrieval import Candidate
+from memory.retrieval import Candidate, candidate_of
 
 Document = dict[str, Any]
 
 #: ANN candidates per result: Atlas recommends 10-20x the limit for good recall.
 CANDIDATES_PER_RESULT = 15
+#: Atlas caps ``numCandidates`` at 10 000, and ``limit`` may not exceed ``numCandidates``.
+MAX_CANDIDATES = 10_000
 
 
 def prefilter(partition_keys: Sequence[str]) -> Document:
-    """The ``$vectorSearch`` filter: current facts of the allowed partitions only."""
-    return {"$and": [{"pkey": {"$in": list(partition_keys)}}, {"current": True}]}
+    """The ``$vectorSearch`` filter: current facts of the allowed partitions only.
+
+    Equality is written in full (``$eq``): the ``$vectorSearch`` filter has not always
+    accepted MQL's short form ``{field: value}``."""
+    return {"$and": [{"pkey": {"$in": list(partition_keys)}}, {"current": {"$eq": True}}]}
 
 
 def vector_pipeline(
@@ -42,8 +47,8 @@ def vector_pipeline(
                 "index": VECTOR_INDEX,
                 "path": "embedding",
                 "queryVector": [float(x) for x in vector],
-                "numCandidates": min(10_000, max(100, k * CANDIDATES_PER_RESULT)),
-                "limit": k,
+                "numCandidates": min(MAX_CANDIDATES, max(100, k * CANDIDATES_PER_RESULT)),
+                "limit": min(k, MAX_CANDIDATES),
                 "filter": prefilter(partition_keys),
             }
         },
@@ -96,20 +101,7 @@ class AtlasSearch:
 
     async def resolve(self, ids: Sequence[str]) -> dict[str, Candidate]:
         facts = await self._store.load_facts(self._viewer, ids)
-        return {
-            f.id: Candidate(
-                id=f.id,
-                content=f.content,
-                category=f.category,
-                importance=f.importance,
-                partition=f.partition,
-                reinforced_at=max(
-                    t for t in (f.valid_at, f.updated_at, f.last_accessed_at) if t is not None
-                ),
-                access_count=f.access_count,
-            )
-            for f in facts
-        }
+        return {f.id: candidate_of(f) for f in facts}
 
 
 class AtlasSearchBackend:

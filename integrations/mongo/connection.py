@@ -17,7 +17,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 from pymongo.errors import InvalidURI, OperationFailure, PyMongoError
 
-from integrations.embedded import EmbeddedLease, acquire
+from integrations.embedded import EmbeddedLease
+from integrations.endpoints import resolve_endpoint
 from integrations.settings import Mode, Settings
 from memory.errors import ConfigurationError, Unavailable
 
@@ -62,20 +63,10 @@ async def connect_mongo(settings: Settings) -> MongoHandle:
     Raises :class:`Unavailable` when the server cannot be reached in
     ``mongodb_timeout_ms`` and :class:`ConfigurationError` for a malformed URI.
     """
-    lease: EmbeddedLease | None = None
-    if settings.mongodb_uri is not None:
-        uri = settings.mongodb_uri.get_secret_value()
-        mode = Mode.CONFIGURED
-    else:
-        lease = await asyncio.to_thread(
-            acquire,
-            "mongo",
-            settings.data_dir(),
-            port=settings.embedded_mongo_port,
-            timeout=settings.embedded_start_timeout,
-        )
-        uri = lease.url
-        mode = Mode.EMBEDDED
+    endpoint = await resolve_endpoint(
+        "mongo", settings.mongodb_uri, settings, port=settings.embedded_mongo_port
+    )
+    uri, mode, lease = endpoint.url, endpoint.mode, endpoint.lease
     try:
         client: AsyncMongoClient[Document] = AsyncMongoClient(
             uri,
