@@ -30,7 +30,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+# soft_wrap: an error stays on one line whatever the terminal width (or none, in a pipe).
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _settings() -> Settings:
@@ -39,7 +40,11 @@ def _settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]).upper()
-        err.print(f"alfred: invalid setting {field}: {first['msg']} (see .env.example)")
+        err.print(
+            f"alfred: invalid setting {field}: {first['msg']} (see .env.example)",
+            markup=False,
+            highlight=False,
+        )
         raise typer.Exit(2) from None
 
 

@@ -87,5 +87,5 @@ async def run_demo(settings: Settings, *, data_dir: Path | None = None) -> None:
                 console.print("  [dim](no consolidated notes)[/]")
     console.print(
         "\n[dim]Try it yourself: `alfred chat` (type /help inside), or write a script "
-        "for `alfred replay` (see REPLAY.md).[/]"
+        "for `alfred replay` (see docs/replay.md).[/]"
     )

@@ -12,7 +12,8 @@ from integrations.settings import Settings
 
 
 async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) -> None:
-    console = Console()
+    # soft_wrap: one line per message, even in a pipe; markup=False: "[applied …]" is text.
+    console = Console(soft_wrap=True)
     handle = await connect_mongo(settings)
     try:
         if show_status:
@@ -20,7 +21,9 @@ async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) 
             for m in st.available:
                 when = st.applied.get(m.version)
                 state = f"applied {when:%Y-%m-%d %H:%M}" if when else "pending"
-                console.print(f"{m.version:04d}  {m.name}  [{state}]", highlight=False)
+                console.print(
+                    f"{m.version:04d}  {m.name}  [{state}]", markup=False, highlight=False
+                )
             console.print(f"current version: {st.current}", highlight=False)
             return
         caps = await detect_capabilities(handle.db)
@@ -28,7 +31,7 @@ async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) 
             db=handle.db,
             atlas_search=caps.atlas_search,
             embedding_dims=build_embedder(settings).dimensions,
-            log=lambda line: console.print(line, highlight=False),
+            log=lambda line: console.print(line, markup=False, highlight=False),
         )
         applied = await migrate(ctx, to=to)
         if applied:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
-import secrets
+import re
 import signal
 from typing import Any
 
@@ -26,6 +28,8 @@ from integrations.settings import Settings
 from memory.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
+
+WEBHOOK_SECRET_CHARS = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 def _stop_event() -> asyncio.Event:
@@ -43,6 +47,8 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             "TELEGRAM_BOT_TOKEN is not set",
             hint="get a token from @BotFather; without one, try `alfred demo` or `alfred chat`",
         )
+    if settings.webhook_url:
+        webhook_secret(settings)  # a bad WEBHOOK_SECRET fails here, before anything starts
     stop = stop or _stop_event()
     services = await build_services(settings)
     background: Any = None
@@ -69,6 +75,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
         async with application:
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
+            await _replay_spool(application, spool)
             if settings.webhook_url:
                 await _serve_webhook(application, settings, stop)
             else:
@@ -84,13 +91,41 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
         await services.aclose()
 
 
+def webhook_secret(settings: Settings) -> str:
+    """``WEBHOOK_SECRET``, or one derived from the bot token: the same in every replica
+    behind the webhook (a random one per process would make the others refuse updates)."""
+    if settings.webhook_secret is not None:
+        secret = settings.webhook_secret.get_secret_value()
+        if not WEBHOOK_SECRET_CHARS.fullmatch(secret):
+            raise ConfigurationError(
+                "WEBHOOK_SECRET is not accepted by Telegram",
+                hint="use 1-256 characters, only A-Z, a-z, 0-9, _ and -",
+            )
+        return secret
+    assert settings.telegram_bot_token is not None
+    token = settings.telegram_bot_token.get_secret_value().encode()
+    return hmac.new(token, b"alfred webhook secret", hashlib.sha256).hexdigest()
+
+
+async def _replay_spool(application: Any, spool: Spool) -> None:
+    """Updates spooled while a dependency was down get another try at start-up (one that
+    fails again is spooled again)."""
+    replayed = 0
+    for data in spool.take():
+        try:
+            update = Update.de_json(data, application.bot)
+        except (TypeError, KeyError, AttributeError, ValueError):
+            log.warning("dropped a spooled update PTB cannot read")
+            continue
+        await application.update_queue.put(update)
+        replayed += 1
+    if replayed:
+        log.info("replaying %d spooled update(s)", replayed)
+
+
 async def _serve_webhook(application: Any, settings: Settings, stop: asyncio.Event) -> None:
     assert settings.webhook_url is not None
-    secret = (
-        settings.webhook_secret.get_secret_value()
-        if settings.webhook_secret
-        else secrets.token_urlsafe(32)
-    )
+    secret = webhook_secret(settings)
     path = webhook_path(settings.webhook_url)
     runner = web.AppRunner(make_web_app(application, path, secret))
     await runner.setup()

@@ -43,6 +43,8 @@ NON_TEXT_REPLY = (
 )
 UNKNOWN_COMMAND = "I don't know that command. Try /help."
 SEEN_UPDATES = 10_000
+#: How often a send refused with 429 "retry after N" is retried after waiting N seconds.
+RATE_RETRIES = 3
 
 
 class UpdateDeduplicator:
@@ -77,7 +79,14 @@ class Spool:
             return []
         lines = self.path.read_text(encoding="utf-8").splitlines()
         self.path.unlink()
-        return [json.loads(line) for line in lines if line.strip()]
+        taken = []
+        for line in lines:
+            try:
+                taken.append(json.loads(line))
+            except ValueError:  # e.g. a line cut short by a crash while writing it
+                if line.strip():
+                    log.warning("dropped an unreadable spool line (%d characters)", len(line))
+        return taken
 
 
 def _sender(message: Message) -> Sender | None:
@@ -196,8 +205,13 @@ class AlfredHandlers:
         chat = update.effective_chat
         if message is None or chat is None or message.text is None:
             return
-        name = message.text.split()[0].lstrip("/").split("@")[0].lower()
+        if update.edited_message is not None:  # an edited command was answered already
+            return
         bot = context.bot
+        name, _, target = message.text.split()[0].lstrip("/").partition("@")
+        if target and target.lower() != (bot.username or "alfred").lower():
+            return  # "/foo@otherbot" in a group is for another bot
+        name = name.lower()
         inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
         if inc is None:
             return
@@ -292,7 +306,9 @@ def build_application(
         builder = builder.base_url(base_url)
     if request is not None:
         builder = builder.request(request).get_updates_request(request)
-    builder = builder.rate_limiter(rate_limiter if rate_limiter is not None else AIORateLimiter())
+    # max_retries: PTB's default (0) raises RetryAfter instead of waiting and retrying.
+    limiter = rate_limiter if rate_limiter is not None else AIORateLimiter(max_retries=RATE_RETRIES)
+    builder = builder.rate_limiter(limiter)
     if post_init is not None:
         builder = builder.post_init(post_init)
     application = builder.build()

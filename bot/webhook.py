@@ -39,8 +39,10 @@ def make_web_app(
             return web.json_response({"ok": False, "error": "forbidden"}, status=403)
         try:
             data = json.loads(await request.read())
+            if not isinstance(data, dict):
+                raise TypeError("an update is a JSON object")
             update = Update.de_json(data, application.bot)
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             return web.json_response({"ok": False, "error": "malformed update"}, status=400)
         if update is None:
             return web.json_response({"ok": False, "error": "malformed update"}, status=400)

@@ -42,6 +42,8 @@ class Settings(BaseSettings):
 
     # Redis for the job queue: unset means the embedded server.
     redis_url: SecretStr | None = None
+    # "inprocess": the bot runs the job worker itself; "external": arq processes do.
+    run_worker: str = "inprocess"
     embedded_redis_port: int = Field(default=0, ge=0, le=65535)
     embedded_start_timeout: float = Field(default=30.0, gt=0)
 
@@ -79,6 +81,11 @@ class Settings(BaseSettings):
     google_client_secret: SecretStr | None = None
     google_redirect_url: str | None = None
     calendar_encryption_key: SecretStr | None = None
+    # Minutes between two incremental syncs of each connected calendar.
+    calendar_sync_minutes: int = Field(default=15, ge=1, le=1440)
+    # Other Google endpoints (a proxy, or a local server in tests); unset means Google's.
+    google_calendar_api_url: str | None = None
+    google_oauth_base_url: str | None = None
 
     @field_validator("embeddings_provider", "mem0_mode")
     @classmethod

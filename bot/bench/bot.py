@@ -27,8 +27,8 @@ from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
 from bot.incoming import Incoming, Sender
-from bot.replay_jobs import InlineJobs
 from integrations.settings import load_settings
+from jobs.trigger import FormationTrigger
 from memory.clock import ManualClock
 
 
@@ -81,7 +81,12 @@ async def run_bot_bench(n: int, messages: int, *, data_dir: Path | None) -> dict
             )
             timed = _TimedLLM(s.llm)
             s.llm = timed
-            assistant = Assistant(s, after_message=InlineJobs(s).after_message)
+            trigger = FormationTrigger(s, None)
+
+            async def after_message(thread_id: str) -> None:
+                await trigger.after_message(thread_id)
+
+            assistant = Assistant(s, after_message=after_message)
             assistant.ops.llm = timed
             for i, member in enumerate(MEMBERS):
                 await s.directory.upsert_user(1000 + i, member.upper(), member, clock.now())

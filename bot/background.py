@@ -1,0 +1,65 @@
+"""The background side of a running bot: the formation trigger and, by default, the
+arq worker in this process.
+
+With the embedded defaults the worker runs inside the bot (one command, nothing else to
+start). ``RUN_WORKER=external`` leaves the queue to ``arq jobs.worker.WorkerSettings``
+processes. If Redis cannot be reached at start-up the bot still runs: formation
+requests are written to the MongoDB outbox and formed once a worker can reach them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from integrations.container import Services
+from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.settings import Settings
+from jobs.config import queue_name
+from jobs.inprocess import InprocessWorker, start_inprocess_worker
+from jobs.queue import JobQueue
+from jobs.trigger import FormationTrigger
+from memory.errors import AlfredError
+
+log = logging.getLogger(__name__)
+
+
+class Background:
+    """What the bot holds of the job system."""
+
+    def __init__(
+        self,
+        trigger: FormationTrigger,
+        queue: JobQueue | None,
+        redis: RedisHandle | None,
+        worker: InprocessWorker | None,
+    ) -> None:
+        self.trigger = trigger
+        self.queue = queue
+        self.redis = redis
+        self.worker = worker
+
+    async def after_message(self, thread_id: str) -> None:
+        await self.trigger.after_message(thread_id)
+
+    async def aclose(self) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
+        if self.queue is not None:
+            await self.queue.close()
+        if self.redis is not None:
+            await self.redis.close()
+
+
+async def start_background(services: Services, settings: Settings) -> Background:
+    try:
+        redis = await connect_redis(settings)
+    except AlfredError as exc:
+        log.warning(
+            "job queue unavailable (%s): formation requests wait in the outbox", exc.one_line()
+        )
+        return Background(FormationTrigger(services, None), None, None, None)
+    queue = JobQueue.from_url(redis.url, queue_name(services.settings))
+    worker = None
+    if settings.run_worker != "external":
+        worker = await start_inprocess_worker(services, redis)
+    return Background(FormationTrigger(services, queue), queue, redis, worker)
