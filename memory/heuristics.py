@@ -46,7 +46,7 @@ _MULTI_TOPIC = re.compile(r"\b(and|also|plus|as well)\b", re.I)
 
 def _stripped(message: str) -> str:
     # Addressing the bot ("@alfred", "Alfred,") is not content.
-    text = re.sub(r"^\s*(@\w+|alfred)[\s,:!-]*", "", message.strip(), flags=re.I)
+    text = re.sub(r"^\s*(@\w+|alfred\b)[\s,:!-]*", "", message.strip(), flags=re.I)
     return text.strip()
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
 from memory.intents import detect_correction
@@ -114,8 +115,9 @@ class MemoryOperations:
         )
         try:
             found = (await self.llm.run(EXTRACT_FACTS, ctx)).facts
-        except LLMOutputError as exc:
-            log.warning("hot-path extraction failed, storing the words as said: %s", exc)
+        except (LLMOutputError, Unavailable) as exc:
+            # An explicit request is stored at once even when the model cannot help.
+            log.warning("hot-path extraction failed, storing the words as said: %s", exc.one_line())
             found = []
         out = [
             (f.content, f.category, f.importance, f.about == "circle")
@@ -307,12 +309,19 @@ class MemoryOperations:
         """Erase a user entirely: facts they own or stated, notes, clarifications, messages.
         (The directory entry is removed by the caller, which also leaves the circles.)"""
         facts = await self.facts.owned_by(user_id)
-        deleted = await self.facts.delete([f.id for f in facts])
+        # Facts they stated in someone else's partition (circle-level "we/our" ones): the
+        # notes derived from them are not theirs, so they go through the forget cascade.
+        stated = [f for f in facts if f.partition.owner_user_id != user_id]
+        counts = await self.erase_facts(user_id, stated, []) if stated else {}
+        deleted = await self.facts.delete(
+            [f.id for f in facts if f.partition.owner_user_id == user_id]
+        )
         if self.mirror is not None:
             await self.mirror.forget(deleted)
-        counts = {"facts": len(deleted)}
-        counts.update(await self.notes.delete_for_user(user_id))
-        counts["messages"] = await self.journal.delete_user(user_id)
+        counts["facts"] = counts.get("facts", 0) + len(deleted)
+        for name, n in (await self.notes.delete_for_user(user_id)).items():
+            counts[name] = counts.get(name, 0) + n
+        counts["messages"] = counts.get("messages", 0) + await self.journal.delete_user(user_id)
         return counts
 
     # --- clarifications ------------------------------------------------------------------

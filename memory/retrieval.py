@@ -119,9 +119,9 @@ class RetrievalConfig:
     #: How many hits each leg contributes to fusion.
     leg_k: int = 50
     #: Per-leg time limit; a late leg is dropped, the others answer.
-    leg_timeout_s: float = 0.25
+    leg_timeout_s: float = 0.45
     #: Time limit for embedding the query (a slow embedder degrades to keywords only).
-    embed_timeout_s: float = 0.25
+    embed_timeout_s: float = 0.4
     #: Weight of the mem0 leg when present (the local legs keep theirs).
     extra_weight: float = 0.3
     #: A fact no keyword matched needs at least this cosine to count as relevant at all:

@@ -85,7 +85,7 @@ async def test_clock_and_drain_run_cold_sessions(settings: Settings, tmp_path: P
         tmp_path,
     )
     jobs = [o["job"] for o in out if "job" in o]
-    assert {"name": "cold_session", "status": "complete"} in jobs
+    assert {"name": "form_thread", "status": "complete"} in jobs
     assert any("Thai" in m["content"] for m in probes(out)[0]["memories"])
     dump = out[-1]["dump"]
     assert dump["consolidated"], "the cold session was consolidated into a blob"
