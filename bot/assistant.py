@@ -23,6 +23,7 @@ from bot.incoming import Incoming, Outgoing, split_for_telegram
 from integrations.container import Services
 from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
+from memory.flags import MemoryFlags
 from memory.ids import new_id
 from memory.intents import (
     CorrectionIntent,
@@ -68,6 +69,8 @@ CONFIRM_ERASE_US = (
     "This will erase everything this circle shares with me (not what each of you told me "
     'privately). If you\'re sure, reply "yes, erase everything".'
 )
+NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
+NOT_RECALLING = "Memory recall is switched off here right now."
 ERASE_CONFIRMED = re.compile(r"^\s*yes\b.*\b(erase|delete|forget)\b", re.I)
 HISTORY_TURNS = 12
 #: How long a chat's registration (user, circle, membership, thread) is trusted.
@@ -192,6 +195,12 @@ class Assistant:
             await self._after(thread)
             return Turn([], addressed=False)
         turn = await self._respond(inc, thread, viewer, speaker, intent, session_id)
+        if thread.kind is ThreadKind.DM and self.flags.calendar:
+            from integrations.calendar import take_revoked_notice
+
+            notice = await take_revoked_notice(self.s, viewer.user_id)
+            if notice is not None:
+                turn.replies.append(Outgoing(inc.chat_id, notice))
         for out in turn.replies:
             await self._journal_reply(thread, viewer, out)
         await self._after(thread)
@@ -234,8 +243,12 @@ class Assistant:
         )
         await self.s.journal.append(message)
 
+    @property
+    def flags(self) -> MemoryFlags:
+        return self.s.settings.flags()
+
     async def _after(self, thread: Thread) -> None:
-        if self.after_message is None:
+        if self.after_message is None or not (self.flags.enabled and self.flags.extraction):
             return
         try:
             await self.after_message(thread.id)
@@ -263,9 +276,12 @@ class Assistant:
         if pending_erase is not None and ERASE_CONFIRMED.match(inc.text):
             return say(await self._erase(viewer, str(pending_erase.get("target", "me"))))
 
-        answered = await self.ops.answer(viewer, inc.text)
-        if answered is not None:
-            return say(answered.text)
+        flags = self.flags
+        memory_on = flags.on_for(viewer)
+        if memory_on and flags.conflicts:
+            answered = await self.ops.answer(viewer, inc.text)
+            if answered is not None:
+                return say(answered.text)
 
         if isinstance(intent, ForgetAllIntent):
             if intent.target == "us" and thread.kind is not ThreadKind.GROUP:
@@ -279,7 +295,13 @@ class Assistant:
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
             return say((await self.ops.forget(viewer, target)).text)
+        # Forgetting works whatever the flags say: it is a person's right over their data.
+        storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
+        if storing and not (memory_on and flags.extraction):
+            return say(NOT_STORING)
         if isinstance(intent, RecallIntent):
+            if not (memory_on and flags.retrieval):
+                return say(NOT_RECALLING)
             return say(await self._recall(viewer, intent.target))
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
@@ -342,6 +364,9 @@ class Assistant:
             removed = await self.ops.erase_facts(viewer.user_id, circle_level, [])
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
         counts = await self.ops.forget_everything(viewer.user_id)
+        from integrations.calendar import forget_calendar_user
+
+        await forget_calendar_user(self.s, viewer.user_id)
         await self.s.directory.delete_user(viewer.user_id)
         self._registered.clear()
         return (
@@ -375,14 +400,23 @@ class Assistant:
         """The memory that would enter the prompt: (always block, facts block, cited facts,
         whether retrieval ran, scored facts)."""
         name_of = await self.names(viewer)
-        always = await self.s.always.block(viewer, session_id, name_of)
+        flags = self.flags
+        if not (flags.on_for(viewer) and flags.retrieval):
+            return "", "", [], False, []
+        keep = None if flags.cross_partner else (lambda owner: flags.shows_owner(owner, viewer))
+        always = await self.s.always.block(viewer, session_id, name_of, keep=keep)
         if bypass_heuristic:
             from memory.heuristics import dynamic_limit
 
             result = await self.s.retriever.search(viewer, text, limit=dynamic_limit(text))
         else:
             result = await self.s.retriever.for_message(viewer, text)
-        facts = [f for f in result.facts if is_visible(f.fact.partition, viewer)]
+        facts = [
+            f
+            for f in result.facts
+            if is_visible(f.fact.partition, viewer)
+            and flags.shows_owner(f.fact.partition.owner_user_id, viewer)
+        ]
         block = fact_block(facts, viewer, name_of)
         cited = [
             CitedMemory(
@@ -400,7 +434,9 @@ class Assistant:
     async def _chat(
         self, inc: Incoming, thread: Thread, viewer: Viewer, speaker: Person, session_id: str
     ) -> Turn:
-        question = await self.ops.question_for(viewer)
+        flags = self.flags
+        memory_on = flags.on_for(viewer)
+        question = await self.ops.question_for(viewer) if memory_on and flags.conflicts else None
         always, block, cited, retrieved, _ = await self.context_for(viewer, inc.text, session_id)
         ctx = ReplyContext(
             speaker_id=viewer.user_id,
@@ -415,9 +451,17 @@ class Assistant:
             retrieved=retrieved,
         )
         history = await self._history(thread, inc)
+        from integrations.calendar import CalendarTools
+
+        calendar = await CalendarTools.for_viewer(self.s, viewer)
+        calendar_specs = calendar.specs if flags.calendar else []
+        reading = memory_on and flags.retrieval
+        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
 
         async def run_tool(call: ToolCall) -> str:
-            if call.name != SEARCH_MEMORY.name:
+            if calendar_specs and calendar.handles(call.name):
+                return await calendar.run(call)
+            if call.name != SEARCH_MEMORY.name or not reading:
                 return f"error: unknown tool {call.name}"
             query = str(call.arguments.get("query", ""))[:500]
             limit = int(call.arguments.get("limit", 8) or 8)
@@ -427,12 +471,11 @@ class Assistant:
                 f"- {f.fact.content}{owner_note(f.fact.partition.owner_user_id, viewer, name_of)}"
                 for f in found.facts
                 if is_visible(f.fact.partition, viewer)
+                and flags.shows_owner(f.fact.partition.owner_user_id, viewer)
             ]
             return "\n".join(lines) or "No matching memories."
 
-        outcome = await self.s.llm.chat(
-            build_messages(ctx, history), [SEARCH_MEMORY], run_tool, fallback=ctx
-        )
+        outcome = await self.s.llm.chat(build_messages(ctx, history), tools, run_tool, fallback=ctx)
         text = outcome.text.strip() or "…"
         if question:
             text = f"{text}\n\n{question}"

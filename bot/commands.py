@@ -24,7 +24,7 @@ Things you can say:
 • "forget that I like jazz" / "forget everything about me"
 • "always keep your answers short"
 
-Commands: /start, /help, /status"""
+Commands: /start, /help, /status, /calendar"""
 
 OFFLINE_NOTE = (
     "\n\nI'm running offline (no language model is configured): I remember, correct, "

@@ -143,11 +143,10 @@ async def _mem0(settings: Settings) -> ComponentReport:
 async def _calendar(settings: Settings) -> ComponentReport:
     if settings.calendar_mode is Mode.OFF:
         return ComponentReport(Mode.OFF.value, True, "off (set GOOGLE_CLIENT_ID to connect)")
-    return ComponentReport(
-        Mode.CONFIGURED.value,
-        False,
-        "Google Calendar is configured but this version of Alfred cannot use it yet",
-    )
+    from integrations.calendar import check_configuration
+
+    ok, detail = check_configuration(settings)
+    return ComponentReport(Mode.CONFIGURED.value, ok, detail)
 
 
 async def _telegram(settings: Settings) -> ComponentReport:

@@ -126,6 +126,14 @@ def _check(number: int, kind: str, value: Any) -> None:
             and isinstance(value.get("event"), dict),
             '"calendar" needs "user" and "event"',
         )
+        need(
+            value.get("from") is None or _is_thread(value.get("from")),
+            '"from" is null, "group:<circle>" or "dm:<user>"',
+        )
+        need(
+            isinstance(value["event"].get("id"), str) and bool(value["event"]["id"]),
+            'a calendar "event" needs a string "id"',
+        )
 
 
 def _is_thread(ref: Any) -> bool:
@@ -341,6 +349,18 @@ class Replay:
             }
         }
 
+    async def calendar(
+        self, user: str, event: dict[str, Any], where: str | None
+    ) -> list[dict[str, Any]]:
+        """An event of ``user``'s calendar, as the sync (``where`` None) or a calendar
+        tool call in ``where`` would deliver it."""
+        from integrations.calendar import deliver_event
+
+        owner = await self.viewer(user, f"dm:{user}")  # registers the user and their DM
+        thread = None if where is None else (await self.viewer(user, where)).thread
+        await deliver_event(self.services, owner.user_id, event, thread)
+        return []
+
     async def _session(self, thread_id: str) -> str | None:
         doc = await self.services.mongo.db["threads"].find_one(
             {"_id": thread_id}, {"session_id": 1}
@@ -384,15 +404,7 @@ class Replay:
         if kind == "dump":
             return [await self.dump()]
         if kind == "calendar":
-            return [
-                {
-                    "warning": {
-                        "line": "calendar",
-                        "text": "calendar events need the calendar integration, "
-                        "which this version of Alfred does not have yet",
-                    }
-                }
-            ]
+            return await self.calendar(value["user"], value["event"], value.get("from"))
         raise AssertionError(kind)
 
 

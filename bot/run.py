@@ -76,14 +76,36 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
             await _replay_spool(application, spool)
+            from integrations.calendar import (
+                CalendarSetup,
+                make_oauth_routes,
+                start_oauth_server,
+                telegram_notifier,
+            )
+
+            notify = telegram_notifier(application.bot)
+            calendar_on = CalendarSetup.of(services).configured
             if settings.webhook_url:
-                await _serve_webhook(application, settings, stop)
+                routes = make_oauth_routes(services, notify=notify) if calendar_on else []
+                await _serve_webhook(application, settings, stop, routes)
             else:
+                oauth = None
+                if calendar_on:  # the OAuth redirect needs a web server even when polling
+                    oauth = await start_oauth_server(
+                        services,
+                        host=settings.webhook_listen,
+                        port=settings.webhook_port,
+                        notify=notify,
+                    )
                 assert application.updater is not None
                 await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
                 log.info("polling Telegram as @%s", application.bot.username)
-                await stop.wait()
-                await application.updater.stop()
+                try:
+                    await stop.wait()
+                finally:
+                    await application.updater.stop()
+                    if oauth is not None:
+                        await oauth.cleanup()
             await application.stop()
     finally:
         if background is not None:
@@ -123,11 +145,18 @@ async def _replay_spool(application: Any, spool: Spool) -> None:
         log.info("replaying %d spooled update(s)", replayed)
 
 
-async def _serve_webhook(application: Any, settings: Settings, stop: asyncio.Event) -> None:
+async def _serve_webhook(
+    application: Any,
+    settings: Settings,
+    stop: asyncio.Event,
+    routes: list[web.RouteDef] | None = None,
+) -> None:
     assert settings.webhook_url is not None
     secret = webhook_secret(settings)
     path = webhook_path(settings.webhook_url)
-    runner = web.AppRunner(make_web_app(application, path, secret))
+    app = make_web_app(application, path, secret)
+    app.add_routes(routes or [])
+    runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, settings.webhook_listen, settings.webhook_port)
     await site.start()

@@ -222,6 +222,15 @@ class AlfredHandlers:
             text = help_text(self.assistant.s.llm.offline)
         elif name == "status":
             text = await status_text(self.assistant, viewer)
+        elif name == "calendar" and not self.assistant.flags.calendar:
+            text = "Calendar features are switched off here."
+        elif name == "calendar":
+            from integrations.calendar import calendar_command
+
+            parts = message.text.split(maxsplit=1)
+            text = await calendar_command(
+                self.assistant.s, viewer, parts[1] if len(parts) > 1 else ""
+            )
         else:
             text = UNKNOWN_COMMAND
         await self._send(context, chat.id, text, message.message_id if inc.is_group else None)

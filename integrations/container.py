@@ -183,6 +183,7 @@ async def build_services(
         embedder=embedder,
         clock=clock,
         mirror=mirror,
+        flags=settings.flags(),
     )
     return Services(
         settings=settings,

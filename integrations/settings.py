@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.flags import MemoryFlags
+
 
 class Mode(StrEnum):
     """How a component runs: started by Alfred, pointed at by configuration, or not used."""
@@ -72,6 +74,15 @@ class Settings(BaseSettings):
     mem0_host: str | None = None
     mem0_mode: str = "auto"
 
+    # Feature flags (seed 004 rollout); all on by default.
+    memory_enabled: bool = True
+    memory_retrieval: bool = True
+    memory_extraction: bool = True
+    memory_conflicts: bool = True
+    memory_cross_partner: bool = True
+    memory_calendar: bool = True
+    memory_allowed_circles: str = ""
+
     # Retention.
     circle_retention_days: int = Field(default=30, ge=0)
     message_retention_days: int = Field(default=30, ge=0)
@@ -128,6 +139,19 @@ class Settings(BaseSettings):
     @property
     def telegram_mode(self) -> Mode:
         return Mode.CONFIGURED if self.telegram_bot_token else Mode.OFF
+
+    def flags(self) -> MemoryFlags:
+        """The feature flags as the domain reads them."""
+        allowed = frozenset(c.strip() for c in self.memory_allowed_circles.split(",") if c.strip())
+        return MemoryFlags(
+            enabled=self.memory_enabled,
+            retrieval=self.memory_retrieval,
+            extraction=self.memory_extraction,
+            conflicts=self.memory_conflicts,
+            cross_partner=self.memory_cross_partner,
+            calendar=self.memory_calendar,
+            allowed_circles=allowed,
+        )
 
     def data_dir(self) -> Path:
         """The absolute data folder (resolved against the working directory)."""

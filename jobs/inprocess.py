@@ -5,7 +5,7 @@
   A job interrupted by ``stop()`` is put back in the queue by arq and runs again.
 * :func:`drain` — a burst worker: runs every queued job (and the retries they cause)
   to completion, one at a time so a replay is deterministic, and returns
-  ``[(job name, status)]``.
+  ``[(job name, status)]``; without Redis it runs the open outbox requests inline.
 * :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue) at a given,
   possibly simulated, time. Both are every-minute, idempotent duties, so running them at
   ``now`` is exactly what the cron would do at ``now``. Without a Redis handle they do
@@ -26,8 +26,8 @@ from arq.worker import Worker
 
 from integrations.container import Services
 from integrations.redis_connection import RedisHandle
-from jobs.config import COLD_SESSIONS, REQUEUE_OUTBOX, JobsConfig, queue_name
-from jobs.duties import JobsRuntime, cold_sessions, requeue_outbox
+from jobs.config import COLD_SESSIONS, FORM_THREAD, REQUEUE_OUTBOX, JobsConfig, queue_name
+from jobs.duties import JobsRuntime, Transient, cold_sessions, process_request, requeue_outbox
 from jobs.queue import JobQueue, QueuePool
 from jobs.worker import worker_options
 
@@ -109,7 +109,7 @@ async def start_inprocess_worker(
 
 async def drain(
     services: Services,
-    redis: RedisHandle,
+    redis: RedisHandle | None = None,
     *,
     config: JobsConfig | None = None,
     max_seconds: float | None = None,
@@ -120,9 +120,17 @@ async def drain(
     order the jobs first started; status is ``complete``, ``failed``, or arq's state
     (``queued``/``deferred``) for a job still waiting when ``max_seconds`` ran out.
 
-    Deferred retries keep the drain going until they ran. No cron is scheduled (use
-    :func:`run_due_crons`); cron jobs already in the queue do run.
+    With ``redis``: a burst arq worker on the queue. Deferred retries keep the drain
+    going until they ran. No cron is scheduled (use :func:`run_due_crons`); cron jobs
+    already in the queue do run. Do not drain while an in-process worker polls the same
+    queue: the two would split the jobs between them.
+
+    Without ``redis`` (a replay with no queue at all): every open outbox request is run
+    here, oldest first, with in-process locks; a request whose dependency is down is
+    reported ``failed`` and stays open.
     """
+    if redis is None:
+        return await _drain_inline(services, config)
     name = queue_name(services.settings)
     pool = _pool(redis, name)
     order: dict[str, None] = {}
@@ -149,6 +157,19 @@ async def drain(
         return [await _outcome(pool, name, job_id) for job_id in order]
     finally:
         await worker.close()
+
+
+async def _drain_inline(services: Services, config: JobsConfig | None) -> list[tuple[str, str]]:
+    rt = JobsRuntime.build(services, config=config)
+    ran: list[tuple[str, str]] = []
+    for request in await rt.outbox.open_requests():
+        try:
+            await process_request(rt, request.id)
+        except Transient:
+            ran.append((FORM_THREAD, "failed"))
+        else:
+            ran.append((FORM_THREAD, "complete"))
+    return ran
 
 
 async def _outcome(pool: QueuePool, name: str, job_id: str) -> tuple[str, str]:
@@ -193,4 +214,11 @@ async def run_due_crons(
     finally:
         if queue is not None:
             await queue.close()
-    return [CronRun(COLD_SESSIONS, asdict(cold)), CronRun(REQUEUE_OUTBOX, asdict(requeue))]
+    from integrations.calendar import sync_due
+    from jobs.calendar_tasks import CALENDAR_SYNC
+
+    runs = [CronRun(COLD_SESSIONS, asdict(cold)), CronRun(REQUEUE_OUTBOX, asdict(requeue))]
+    if services.settings.flags().calendar:
+        calendar = await sync_due(services)  # inline: idempotent, leased per user
+        runs.append(CronRun(CALENDAR_SYNC, calendar.as_dict()))
+    return runs

@@ -68,7 +68,10 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
         ),
         func(consolidate, name=CONSOLIDATE, max_tries=5),
     ]
+    from jobs.calendar_tasks import calendar_functions
+
     if crons_as_functions:
+        registered += calendar_functions(config)
         registered += [
             func(cold_sessions_job, name=COLD_SESSIONS, timeout=config.cron_timeout, max_tries=1),
             func(requeue_outbox_job, name=REQUEUE_OUTBOX, timeout=config.cron_timeout, max_tries=1),
@@ -79,9 +82,12 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
 def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
     """Every minute: cold sessions at :00, the outbox requeue at :30 (spread the load)."""
     config = config or JobsConfig()
+    from jobs.calendar_tasks import calendar_cron_jobs
+
     return [
         cron(cold_sessions_job, name=COLD_SESSIONS, second=0, timeout=config.cron_timeout),
         cron(requeue_outbox_job, name=REQUEUE_OUTBOX, second=30, timeout=config.cron_timeout),
+        *calendar_cron_jobs(config),
     ]
 
 

@@ -32,15 +32,28 @@ class AlwaysInContext:
         self.builds = 0
 
     async def block(
-        self, viewer: Viewer, session_id: str | None, name_of: Callable[[str], str]
+        self,
+        viewer: Viewer,
+        session_id: str | None,
+        name_of: Callable[[str], str],
+        *,
+        keep: Callable[[str | None], bool] | None = None,
     ) -> str:
-        key = (viewer.thread.id, viewer.user_id, tuple(sorted(viewer.circle_ids)), session_id)
+        """The block for ``viewer``; ``keep`` (by owner) narrows it further, e.g. to the
+        viewer's own and the circle's notes when cross-member memories are switched off."""
+        key = (
+            viewer.thread.id,
+            viewer.user_id,
+            tuple(sorted(viewer.circle_ids)),
+            session_id,
+            keep is None,
+        )
         versions = await self.notes.notes_versions(viewer)
         cached = self._cache.get(key)
         if cached is not None and cached[0] == versions:
             self._cache.move_to_end(key)
             return cached[1]
-        text = await self._build(viewer, session_id, name_of)
+        text = await self._build(viewer, session_id, name_of, keep)
         self.builds += 1
         self._cache[key] = (versions, text)
         while len(self._cache) > MAX_CACHED:
@@ -48,17 +61,24 @@ class AlwaysInContext:
         return text
 
     async def _build(
-        self, viewer: Viewer, session_id: str | None, name_of: Callable[[str], str]
+        self,
+        viewer: Viewer,
+        session_id: str | None,
+        name_of: Callable[[str], str],
+        keep: Callable[[str | None], bool] | None,
     ) -> str:
+        def shown(owner: str | None) -> bool:
+            return keep is None or keep(owner)
+
         blobs = [
             b
             for b in await self.notes.visible_blobs(viewer, session_id=session_id)
-            if is_visible(b.partition, viewer)
+            if is_visible(b.partition, viewer) and shown(b.partition.owner_user_id)
         ]
         reflections = [
             r
             for r in await self.notes.visible_reflections(viewer, session_id=session_id)
-            if is_visible(r.partition, viewer)
+            if is_visible(r.partition, viewer) and shown(r.partition.owner_user_id)
         ]
         sections = []
         for scope, title in SCOPE_TITLES.items():

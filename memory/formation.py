@@ -33,6 +33,7 @@ from memory.constants import (
     UPDATE_CANDIDATE_SIMILARITY,
 )
 from memory.facts import FactWriter, clip_words
+from memory.flags import MemoryFlags
 from memory.ids import new_id
 from memory.llm import LLM, LLMOutputError
 from memory.models import (
@@ -122,6 +123,7 @@ class FormationService:
         clock: Clock,
         mirror: SemanticMirror | None = None,
         batch_limit: int = BATCH_LIMIT,
+        flags: MemoryFlags | None = None,
     ) -> None:
         self.journal = journal
         self.directory = directory
@@ -133,6 +135,7 @@ class FormationService:
         self.clock = clock
         self.mirror = mirror
         self.batch_limit = batch_limit
+        self.flags = flags or MemoryFlags()
 
     async def form_thread(
         self, thread_id: str, *, min_messages: int = FORMATION_MIN_MESSAGES
@@ -142,6 +145,9 @@ class FormationService:
         thread = await self.directory.thread(thread_id)
         if thread is None:
             report.skipped = "unknown thread"
+            return report
+        if not await self._allowed(thread):
+            report.skipped = "memory extraction is switched off for this thread"
             return report
         messages = await self.journal.unformed(thread_id, limit=self.batch_limit)
         user_messages = [m for m in messages if m.role is Role.USER]
@@ -186,6 +192,17 @@ class FormationService:
             report.failed_steps,
         )
         return report
+
+    async def _allowed(self, thread: Thread) -> bool:
+        flags = self.flags
+        if not (flags.enabled and flags.extraction):
+            return False
+        if not flags.allowed_circles:
+            return True
+        owner_circles: frozenset[str] = frozenset()
+        if thread.user_id is not None:
+            owner_circles = (await self.directory.viewer(thread.user_id, thread)).circle_ids
+        return flags.circle_allowed(thread.circle_id, owner_circles)
 
     # --- step 1: facts --------------------------------------------------------------
 
@@ -355,7 +372,7 @@ class FormationService:
         if stored and stored[0][1]:
             report.facts_added += 1
         owner = partition.owner_user_id or speaker
-        if owner is None or new_fact is None:
+        if owner is None or new_fact is None or not self.flags.conflicts:
             return
         question = f'I thought "{old.content}" — has that changed?'
         clarification = Clarification(

@@ -339,3 +339,40 @@ async def test_always_in_context_is_private_and_cached(
         )
     )
     assert "board games" in await always.block(bob_in_group, None, names)
+
+
+async def test_conflicts_off_applies_the_newest_without_asking(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    from memory.flags import MemoryFlags
+
+    llm = ScriptedLLM()
+    w = World(migrated_db, llm)
+    w.formation.flags = MemoryFlags(conflicts=False)
+    group, _ = await w.setup()
+    bob_p = Partition.member("-100", "2")
+    colour, _ = await w.writer.add("Bob favourite colour is green", bob_p)
+    llm.scripts["extract_facts"] = {"facts": [fact("Bob favourite colour is blue", "2")]}
+    llm.scripts["decide_updates"] = lambda ctx: {
+        "decisions": [
+            {"new_index": 0, "action": "UPDATE", "target_id": colour.id, "contradiction": True}
+        ]
+    }
+    await w.journal_lines(group, [("2", "m1"), ("2", "m2"), ("2", "m3"), ("2", "m4")])
+    report = await w.formation.form_thread(group.id)
+    assert report.facts_invalidated == 1 and report.clarifications == 0
+    assert (await w.notes.all_for_audit())["clarifications"] == []
+
+
+async def test_extraction_off_leaves_messages_for_later(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    from memory.flags import MemoryFlags
+
+    w = World(migrated_db, ScriptedLLM())
+    w.formation.flags = MemoryFlags(extraction=False)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+    report = await w.formation.form_thread(group.id)
+    assert report.skipped and report.llm_calls == 0
+    assert len(await w.journal.unformed(group.id)) == len(GROUP_TALK)
