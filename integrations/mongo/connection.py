@@ -67,6 +67,14 @@ async def connect_mongo(settings: Settings) -> MongoHandle:
         "mongo", settings.mongodb_uri, settings, port=settings.embedded_mongo_port
     )
     uri, mode, lease = endpoint.url, endpoint.mode, endpoint.lease
+    # PyMongo takes a bare word for a host name: "not-a-uri" would end in a DNS lookup and
+    # a server-selection timeout instead of saying what is wrong.
+    if mode is Mode.CONFIGURED and not uri.startswith(("mongodb://", "mongodb+srv://")):
+        raise ConfigurationError(
+            "MONGODB_URI is not a valid MongoDB URI: it must start with mongodb:// or "
+            "mongodb+srv://",
+            hint="use mongodb://host:port or mongodb+srv://… , or unset it for the embedded server",
+        )
     try:
         client: AsyncMongoClient[Document] = AsyncMongoClient(
             uri,

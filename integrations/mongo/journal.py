@@ -18,6 +18,15 @@ from memory.privacy import and_visible
 Document = dict[str, Any]
 
 
+def _of_user(user_id: str) -> Document:
+    """A user's messages and Alfred's replies to them: everything in their partitions.
+
+    Alfred's replies carry no ``user_id`` but the partition of the person answered, and
+    they often quote what that person said, so the forget cascades must reach them too.
+    """
+    return {"$or": [{"user_id": user_id}, {"owner_user_id": user_id}]}
+
+
 class MongoJournal:
     """``messages``: every message Alfred saw or sent, with its partition."""
 
@@ -60,8 +69,9 @@ class MongoJournal:
         return list(reversed([message_from_doc(d) async for d in cursor]))
 
     async def recent_by_user(self, user_id: str, *, limit: int = 500) -> list[Message]:
-        """A user's latest messages, for the forget cascade (operator scope)."""
-        cursor = self._messages.find({"user_id": user_id}).sort("created_at", -1).limit(limit)
+        """A user's latest messages and Alfred's replies to them, for the forget cascade
+        (operator scope)."""
+        cursor = self._messages.find(_of_user(user_id)).sort("created_at", -1).limit(limit)
         return [message_from_doc(d) async for d in cursor]
 
     async def visible(self, viewer: Viewer, *, limit: int = 0) -> list[Message]:
@@ -69,9 +79,10 @@ class MongoJournal:
         return [message_from_doc(d) async for d in cursor]
 
     async def delete_containing(self, user_id: str, needles: Sequence[str]) -> int:
-        """Hard-delete a user's messages that mention any of ``needles`` (forget cascade)."""
+        """Hard-delete a user's messages, and Alfred's replies to them, that mention any of
+        ``needles`` (forget cascade)."""
         deleted = 0
-        async for doc in self._messages.find({"user_id": user_id}, {"text": 1}):
+        async for doc in self._messages.find(_of_user(user_id), {"text": 1}):
             text = str(doc.get("text", "")).casefold()
             if any(n.casefold() in text for n in needles if n):
                 await self._messages.delete_one({"_id": doc["_id"]})
@@ -85,10 +96,8 @@ class MongoJournal:
         return result.deleted_count
 
     async def delete_user(self, user_id: str) -> int:
-        """Every message a user wrote, and every DM message of theirs (Alfred's replies too)."""
-        result = await self._messages.delete_many(
-            {"$or": [{"user_id": user_id}, {"visibility": "dm", "owner_user_id": user_id}]}
-        )
+        """Every message a user wrote, and every reply Alfred gave them, in a DM or a group."""
+        result = await self._messages.delete_many(_of_user(user_id))
         return result.deleted_count
 
     async def delete_for_circle(self, circle_id: str) -> int:

@@ -310,6 +310,15 @@ async def test_redis_down_keeps_requests_pending_until_the_requeue_cron(env: Env
     assert done is not None and done.status is RequestStatus.DONE and done.requeues == 1
 
 
+async def test_without_redis_drain_runs_the_outbox_inline(env: Env) -> None:
+    trigger = FormationTrigger(env.services, None)  # a replay with no queue at all
+    request = (await talk(env, env.group, 45, trigger))[-1]
+    assert request is not None and request.status is RequestStatus.PENDING
+    assert await drain(env.services) == [("form_thread", "complete")]
+    assert await drain(env.services) == [], "nothing left open"
+    assert await env.unformed(env.group) == 0 and len(await env.facts()) == 1
+
+
 async def test_job_ids_are_request_ids_so_a_request_forms_once(env: Env) -> None:
     queue = env.queue()
     trigger = FormationTrigger(env.services, queue)
@@ -368,7 +377,9 @@ async def test_stopping_the_inprocess_worker_mid_job_puts_the_job_back(env: Env)
         await asyncio.sleep(30)
 
     env.llm.on_reflect = hang
-    worker = await start_inprocess_worker(env.services, env.redis, config=FAST, poll_delay=0.02)
+    worker = await start_inprocess_worker(
+        env.services, env.redis, config=FAST, crons=False, poll_delay=0.02
+    )
     await asyncio.wait_for(started.wait(), 10)
     await worker.stop(grace=0.1)
     assert await env.unformed(env.group) == 45 and len(await env.facts()) == 1
