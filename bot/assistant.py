@@ -21,6 +21,7 @@ from datetime import datetime
 
 from bot.incoming import Incoming, Outgoing, split_for_telegram
 from integrations.container import Services
+from integrations.metrics import record_retrieval
 from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
@@ -411,6 +412,7 @@ class Assistant:
             result = await self.s.retriever.search(viewer, text, limit=dynamic_limit(text))
         else:
             result = await self.s.retriever.for_message(viewer, text)
+            record_retrieval(result)
         facts = [
             f
             for f in result.facts

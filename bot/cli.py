@@ -97,11 +97,54 @@ def migrate(
     to: Annotated[
         int | None, typer.Option("--to", help="Apply migrations up to this version only.")
     ] = None,
+    legacy_dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--legacy-dry-run",
+            help="Report what the import of the previous memory system would do; write nothing.",
+        ),
+    ] = False,
+    legacy_user_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--legacy-user-map",
+            help="JSON object mapping legacy user ids to Telegram user ids (for the import).",
+        ),
+    ] = None,
+    legacy_agent: Annotated[
+        str | None, typer.Option("--legacy-agent", help="Only import this legacy agent's data.")
+    ] = None,
 ) -> None:
     """Apply the versioned database migrations (idempotent, safe while bots run)."""
+    from integrations.logging_setup import configure_logging
+
+    settings = _settings()
+    configure_logging(settings.log_level)
+    user_map = None
+    if legacy_user_map is not None:
+        from integrations.legacy_import import load_user_map
+
+        try:
+            user_map = load_user_map(legacy_user_map)
+        except (OSError, ValueError) as exc:
+            err.print(f"alfred: cannot read {legacy_user_map}: {exc}", markup=False)
+            raise typer.Exit(2) from None
+    if legacy_dry_run:
+        from integrations.legacy_import import run_legacy_import
+
+        _run(run_legacy_import(settings, dry_run=True, user_map=user_map, agent_id=legacy_agent))
+        return
     from bot.migrate_command import run_migrate
 
-    _run(run_migrate(_settings(), show_status=show_status, to=to))
+    _run(
+        run_migrate(
+            settings,
+            show_status=show_status,
+            to=to,
+            legacy_user_map=user_map,
+            legacy_agent_id=legacy_agent,
+        )
+    )
 
 
 @app.command()
@@ -150,8 +193,11 @@ def chat(
 def run() -> None:
     """Run the Telegram bot (long polling, or a webhook server when WEBHOOK_URL is set)."""
     from bot.run import run_bot
+    from integrations.logging_setup import configure_logging
 
-    _run(run_bot(_settings()))
+    settings = _settings()
+    configure_logging(settings.log_level)
+    _run(run_bot(settings))
 
 
 def _register_subcommands() -> None:

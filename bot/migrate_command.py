@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 
 from integrations.embedders import build_embedder
@@ -9,9 +11,17 @@ from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo
 from integrations.mongo.migrator import MigrationContext, migrate, status
 from integrations.settings import Settings
+from memory.clock import SystemClock
 
 
-async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) -> None:
+async def run_migrate(
+    settings: Settings,
+    *,
+    show_status: bool,
+    to: int | None,
+    legacy_user_map: Mapping[str, str] | None = None,
+    legacy_agent_id: str | None = None,
+) -> None:
     # soft_wrap: one line per message, even in a pipe; markup=False: "[applied …]" is text.
     console = Console(soft_wrap=True)
     handle = await connect_mongo(settings)
@@ -27,11 +37,16 @@ async def run_migrate(settings: Settings, *, show_status: bool, to: int | None) 
             console.print(f"current version: {st.current}", highlight=False)
             return
         caps = await detect_capabilities(handle.db)
+        embedder = build_embedder(settings)
         ctx = MigrationContext(
             db=handle.db,
             atlas_search=caps.atlas_search,
-            embedding_dims=build_embedder(settings).dimensions,
+            embedding_dims=embedder.dimensions,
             log=lambda line: console.print(line, markup=False, highlight=False),
+            embedder=embedder,
+            clock=SystemClock(),
+            legacy_user_map=legacy_user_map,
+            legacy_agent_id=legacy_agent_id,
         )
         applied = await migrate(ctx, to=to)
         if applied:

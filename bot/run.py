@@ -23,8 +23,11 @@ from bot.assistant import Assistant
 from bot.telegram_app import Spool, build_application
 from bot.webhook import make_web_app, webhook_path
 from integrations.container import build_services
+from integrations.health import add_health_routes, start_health_server
+from integrations.metrics import watch_services
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.settings import Settings
+from jobs.config import queue_name
 from memory.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
     stop = stop or _stop_event()
     services = await build_services(settings)
     background: Any = None
+    health: Any = None
     try:
         await migrate(
             MigrationContext(
@@ -59,11 +63,29 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                 services.capabilities.atlas_search,
                 services.embedder.dimensions,
                 log=log.info,
+                embedder=services.embedder,
+                clock=services.clock,
             )
         )
         from bot.background import start_background
 
         background = await start_background(services, settings)
+        redis_client = background.redis.client if background.redis else None
+        watch_services(services, redis=redis_client, queue_name=queue_name(settings))
+        if settings.metrics_port:
+            try:
+                health = await start_health_server(
+                    lambda: services,
+                    lambda: redis_client,
+                    host=settings.metrics_listen,
+                    port=settings.metrics_port,
+                )
+            except OSError as exc:  # the bot is more important than its metrics
+                log.warning(
+                    "metrics server not started on port %d (%s); set METRICS_PORT",
+                    settings.metrics_port,
+                    exc.strerror,
+                )
         assistant = Assistant(services, after_message=background.after_message)
         spool = Spool(settings.data_dir() / "spool" / "updates.jsonl")
         application = build_application(
@@ -87,7 +109,13 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             calendar_on = CalendarSetup.of(services).configured
             if settings.webhook_url:
                 routes = make_oauth_routes(services, notify=notify) if calendar_on else []
-                await _serve_webhook(application, settings, stop, routes)
+                await _serve_webhook(
+                    application,
+                    settings,
+                    stop,
+                    routes,
+                    readiness=(lambda: services, lambda: redis_client),
+                )
             else:
                 oauth = None
                 if calendar_on:  # the OAuth redirect needs a web server even when polling
@@ -108,6 +136,8 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                         await oauth.cleanup()
             await application.stop()
     finally:
+        if health is not None:
+            await health.cleanup()
         if background is not None:
             await background.aclose()
         await services.aclose()
@@ -150,12 +180,15 @@ async def _serve_webhook(
     settings: Settings,
     stop: asyncio.Event,
     routes: list[web.RouteDef] | None = None,
+    readiness: tuple[Any, Any] | None = None,
 ) -> None:
     assert settings.webhook_url is not None
     secret = webhook_secret(settings)
     path = webhook_path(settings.webhook_url)
     app = make_web_app(application, path, secret)
     app.add_routes(routes or [])
+    if readiness is not None:
+        add_health_routes(app, *readiness, include_metrics=False)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, settings.webhook_listen, settings.webhook_port)

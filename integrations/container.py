@@ -145,7 +145,9 @@ async def build_services(
                 f"{other_models} fact(s) were embedded with another model than "
                 f"{embedder.model_name}: they are found by keywords only until re-embedded"
             )
-        metrics = SemanticMetrics()
+        from integrations.metrics import ExportingSemanticMetrics
+
+        metrics: SemanticMetrics = ExportingSemanticMetrics()
         legs = dict(extra_legs or {})
         if settings.mem0_enabled_mode is not Mode.OFF and "mem0" not in legs:
             from integrations.mem0_index import build_semantic_index, semantic_leg

@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "0.0.0.0"
     webhook_port: int = 8080
+    # Prometheus /metrics, /healthz and /readyz for operators (0 turns the server off).
+    metrics_listen: str = "0.0.0.0"  # noqa: S104 - scraped from outside the container
+    metrics_port: int = Field(default=9100, ge=0, le=65535)
 
     # LLM: any OpenAI-compatible endpoint; unset key means the offline provider.
     openai_api_key: SecretStr | None = None

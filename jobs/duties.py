@@ -32,6 +32,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from integrations.container import Services
+from integrations.metrics import record_formation
 from integrations.mongo.outbox import (
     FormationRequest,
     MongoOutbox,
@@ -164,6 +165,7 @@ async def form_backlog(
     while True:
         lease.check()
         report = await formation.form_thread(thread_id, min_messages=min_messages)
+        record_formation(report)
         if report.skipped:
             total.stopped = report.skipped
             return total

@@ -22,9 +22,12 @@ from typing import Any
 from arq import Retry
 
 from integrations.container import Services, build_services
+from integrations.health import start_health_server
+from integrations.logging_setup import configure_logging
+from integrations.metrics import watch_services
 from integrations.redis_connection import RedisHandle, connect_redis
 from integrations.settings import load_settings
-from jobs.config import JobsConfig
+from jobs.config import JobsConfig, queue_name
 from jobs.duties import (
     JobsRuntime,
     MoreLeft,
@@ -55,6 +58,9 @@ def runtime(ctx: Ctx) -> JobsRuntime:
     return rt
 
 
+_HEALTH_RUNNER = "_alfred_health_runner"
+
+
 async def startup(ctx: Ctx) -> None:
     """Build the services and the Redis handle (unless given), then recover: requeue
     what is due and release jobs orphaned by a worker that was killed."""
@@ -76,6 +82,18 @@ async def startup(ctx: Ctx) -> None:
         ctx[_OWNED_REDIS] = handle
     queue = JobQueue(ctx["redis"])
     ctx[RUNTIME] = JobsRuntime.build(services, redis=handle.client, queue=queue, config=config)
+    watch_services(services, redis=handle.client, queue_name=queue_name(settings))
+    if ctx.get("serve_health") and settings.metrics_port:
+        # A worker process of its own serves /metrics (the bot's in-process worker
+        # shares the bot's server instead).
+        configure_logging(settings.log_level, capture=("arq",))
+        redis_client = handle.client
+        ctx[_HEALTH_RUNNER] = await start_health_server(
+            lambda: services,
+            lambda: redis_client,
+            host=settings.metrics_listen,
+            port=settings.metrics_port,
+        )
     if not ctx.get("recover_on_startup", True):
         return
     try:
@@ -94,6 +112,9 @@ async def startup(ctx: Ctx) -> None:
 async def shutdown(ctx: Ctx) -> None:
     """Close what :func:`startup` opened (never what the caller passed in)."""
     ctx.pop(RUNTIME, None)
+    runner = ctx.pop(_HEALTH_RUNNER, None)
+    if runner is not None:
+        await runner.cleanup()
     services = ctx.pop(_OWNED_SERVICES, None)
     handle = ctx.pop(_OWNED_REDIS, None)
     try:

@@ -55,18 +55,27 @@ JOB_COMPLETION_WAIT = 15
 _leases: list[EmbeddedLease] = []
 
 
+def _timed(name: str, job: Any) -> Any:
+    """The job with its duration and outcome recorded in the Prometheus metrics."""
+    from arq.worker import Retry
+
+    from integrations.metrics import get_metrics
+
+    return get_metrics().instrument_job(name, retry_types=(Retry,))(job)
+
+
 def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = False) -> list[Any]:
     """The registered jobs. With ``crons_as_functions`` the cron duties are plain jobs
     too (a burst drain runs any left in the queue without scheduling new ones)."""
     config = config or JobsConfig()
     registered: list[Any] = [
         func(
-            form_thread,
+            _timed(FORM_THREAD, form_thread),
             name=FORM_THREAD,
             timeout=config.form_job_timeout,
             max_tries=config.form_max_tries,
         ),
-        func(consolidate, name=CONSOLIDATE, max_tries=5),
+        func(_timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
     ]
     from jobs.calendar_tasks import calendar_functions
 
@@ -85,8 +94,18 @@ def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
     from jobs.calendar_tasks import calendar_cron_jobs
 
     return [
-        cron(cold_sessions_job, name=COLD_SESSIONS, second=0, timeout=config.cron_timeout),
-        cron(requeue_outbox_job, name=REQUEUE_OUTBOX, second=30, timeout=config.cron_timeout),
+        cron(
+            _timed(COLD_SESSIONS, cold_sessions_job),
+            name=COLD_SESSIONS,
+            second=0,
+            timeout=config.cron_timeout,
+        ),
+        cron(
+            _timed(REQUEUE_OUTBOX, requeue_outbox_job),
+            name=REQUEUE_OUTBOX,
+            second=30,
+            timeout=config.cron_timeout,
+        ),
         *calendar_cron_jobs(config),
     ]
 
@@ -141,7 +160,7 @@ def build_worker_settings(
         "redis_settings": redis_settings_for(settings),
         "queue_name": queue_name(settings),
         # arq passes this dict to the worker as ``ctx``: startup reads the settings.
-        "ctx": {"settings": settings, "jobs_config": config},
+        "ctx": {"settings": settings, "jobs_config": config, "serve_health": True},
     }
     return type("WorkerSettings", (), namespace)
 

@@ -41,6 +41,7 @@ network_guard.install()
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     """Settings for a test: embedded everything under ``data_dir``, no ``.env`` file."""
+    overrides.setdefault("metrics_port", 0)  # tests that want the server start their own
     return Settings(_env_file=None, alfred_data_dir=data_dir, **overrides)  # type: ignore[call-arg]
 
 

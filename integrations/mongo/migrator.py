@@ -14,7 +14,7 @@ import importlib
 import os
 import pkgutil
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
@@ -26,6 +26,7 @@ from pymongo.errors import DuplicateKeyError
 import migrations as migrations_package
 from memory.constants import SCHEMA_MIGRATIONS
 from memory.errors import ConfigurationError, Unavailable
+from memory.ports import Clock, Embedder
 
 LOCK_ID = "migration-lock"
 LOCK_TTL = timedelta(minutes=10)
@@ -40,6 +41,12 @@ class MigrationContext:
     embedding_dims: int
     log: Callable[[str], None] = print
     notes: list[str] = field(default_factory=list)
+    #: For data migrations that store facts (the legacy import embeds what it imports).
+    embedder: Embedder | None = None
+    clock: Clock | None = None
+    legacy_dry_run: bool = False
+    legacy_user_map: Mapping[str, str] | None = None
+    legacy_agent_id: str | None = None
 
     def note(self, text: str) -> None:
         """Record something the operator should read in the migration report."""

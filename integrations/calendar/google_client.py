@@ -1,0 +1,407 @@
+"""The Google Calendar v3 client, off the event loop, with Google's errors translated.
+
+``google-api-python-client`` is synchronous (httplib2), so every call runs in a worker
+thread (:func:`asyncio.to_thread`) and the bot keeps answering while Google is slow.
+The service is built from the discovery document shipped inside the library
+(``static_discovery=True``): start-up and the first call never fetch anything.
+
+Errors are sorted here, once, into what a caller can act on:
+
+* token revoked or expired for good (``invalid_grant``, 401 after a refresh) →
+  :class:`CalendarRevoked`: stop syncing, tell the person once;
+* 410 Gone on a sync token → :class:`SyncTokenExpired`: do a full sync;
+* 403 ``rateLimitExceeded`` / 429 / 5xx / network → retried here with exponential
+  back-off (``Retry-After`` honoured); still failing → :class:`CalendarRateLimited` or
+  :class:`memory.errors.Unavailable`, and the sync tries again later;
+* other 403 → :class:`CalendarForbidden`; 400 → :class:`CalendarBadRequest`.
+
+Access tokens are refreshed automatically by google-auth when they expire (or on a
+401); :attr:`CalendarClient.tokens_changed` tells the caller to store the new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httplib2
+from google.auth.exceptions import RefreshError, TransportError
+from google.oauth2.credentials import Credentials
+from google_auth_httplib2 import AuthorizedHttp
+from googleapiclient.discovery import build
+from googleapiclient.errors import HttpError
+from pydantic import BaseModel, Field
+
+from integrations.settings import Settings
+from memory.errors import (
+    AlfredError,
+    BadInput,
+    ConfigurationError,
+    Denied,
+    RateLimited,
+    Unavailable,
+)
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "google calendar"
+GOOGLE_AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
+GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
+GOOGLE_REVOKE_URI = "https://oauth2.googleapis.com/revoke"
+#: Read and write events (nothing else in the calendar), and the account's address, so
+#: the owner's own address is never stored as one of their contacts.
+SCOPES = (
+    "openid",
+    "https://www.googleapis.com/auth/userinfo.email",
+    "https://www.googleapis.com/auth/calendar.events",
+)
+#: Google's page size ceiling is 2,500; 250 keeps one page quick to process and store.
+PAGE_SIZE = 250
+_RATE_REASONS = {"rateLimitExceeded", "userRateLimitExceeded"}
+_QUOTA_REASONS = {"quotaExceeded", "dailyLimitExceeded"}
+
+
+class CalendarRevoked(Denied):
+    """The person revoked Alfred's access (or the refresh token expired): reconnect."""
+
+
+class SyncTokenExpired(AlfredError):
+    """Google answered 410 Gone: the sync token is no longer valid; do a full sync."""
+
+
+class CalendarForbidden(Denied):
+    """Google refused the operation (not a rate limit): retrying will not help."""
+
+
+class CalendarBadRequest(BadInput):
+    """Google rejected the request as malformed (e.g. an impossible event time)."""
+
+
+class CalendarRateLimited(RateLimited):
+    """Still rate limited after the retries: back off for longer."""
+
+
+@dataclass(frozen=True)
+class GoogleEndpoints:
+    """Where Google is: the real endpoints, or a proxy or test server (settings)."""
+
+    auth_uri: str = GOOGLE_AUTH_URI
+    token_uri: str = GOOGLE_TOKEN_URI
+    revoke_uri: str = GOOGLE_REVOKE_URI
+    #: Base URL of the Calendar API (``…/calendar/v3/``); None: the discovery document's.
+    calendar_api: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GoogleEndpoints:
+        base = (settings.google_oauth_base_url or "").rstrip("/")
+        api = settings.google_calendar_api_url
+        if api and not api.endswith("/"):
+            api += "/"
+        if not base:
+            return cls(calendar_api=api or None)
+        return cls(
+            auth_uri=f"{base}/auth",
+            token_uri=f"{base}/token",
+            revoke_uri=f"{base}/revoke",
+            calendar_api=api or None,
+        )
+
+
+class TokenBundle(BaseModel):
+    """What is stored (encrypted) for a connected calendar."""
+
+    access_token: str | None = None
+    refresh_token: str | None = None
+    #: When the access token expires (aware, UTC).
+    expiry: datetime | None = None
+    scopes: list[str] = Field(default_factory=list)
+    account_email: str | None = None
+
+    def credentials(self, client_id: str, client_secret: str, token_uri: str) -> Credentials:
+        expiry = self.expiry.astimezone(UTC).replace(tzinfo=None) if self.expiry else None
+        make: Any = Credentials  # google-auth's constructor is untyped
+        creds: Credentials = make(
+            token=self.access_token,
+            refresh_token=self.refresh_token,
+            token_uri=token_uri,
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=list(self.scopes) or None,
+            expiry=expiry,
+        )
+        return creds
+
+    def with_credentials(self, creds: Credentials) -> TokenBundle:
+        """This bundle updated from (possibly refreshed) credentials."""
+        expiry = creds.expiry.replace(tzinfo=UTC) if creds.expiry else None
+        return self.model_copy(
+            update={
+                "access_token": creds.token,
+                "refresh_token": creds.refresh_token or self.refresh_token,
+                "expiry": expiry,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a call is retried on rate limits and outages."""
+
+    attempts: int = 5
+    base_delay: float = 1.0
+    max_delay: float = 32.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
+        wait = float(min(self.max_delay, self.base_delay * 2.0**attempt))
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay))
+        return wait
+
+
+#: The sync is patient; a tool call on the reply path is not.
+SYNC_RETRY = RetryPolicy()
+TOOL_RETRY = RetryPolicy(attempts=2, base_delay=0.5, max_delay=2.0)
+
+
+@dataclass
+class EventsPage:
+    """One page of ``events.list``."""
+
+    items: list[dict[str, Any]]
+    next_page_token: str | None = None
+    next_sync_token: str | None = None
+    #: The calendar's own time zone (for times without an offset and all-day dates).
+    time_zone: str | None = None
+
+
+class _Retryable(Exception):
+    def __init__(self, final: AlfredError, retry_after: float | None = None) -> None:
+        super().__init__(final.message)
+        self.final = final
+        self.retry_after = retry_after
+
+
+def _http_error_details(exc: HttpError) -> tuple[int, str, str]:
+    status = int(getattr(exc.resp, "status", 0) or 0)
+    reason, message = "", ""
+    try:
+        body = json.loads(exc.content.decode("utf-8") if exc.content else "{}")
+        error = body.get("error", {}) if isinstance(body, dict) else {}
+        if isinstance(error, dict):
+            message = str(error.get("message", ""))
+            errors = error.get("errors") or []
+            if errors and isinstance(errors[0], dict):
+                reason = str(errors[0].get("reason", ""))
+            reason = reason or str(error.get("status", ""))
+        elif isinstance(error, str):
+            reason = error
+    except (ValueError, AttributeError):
+        pass
+    return status, reason, message or f"HTTP {status}"
+
+
+def _retry_after(exc: HttpError) -> float | None:
+    value = exc.resp.get("retry-after") if hasattr(exc.resp, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def translate(exc: BaseException) -> BaseException:
+    """A library exception as one of Alfred's (``_Retryable`` for what may pass)."""
+    if isinstance(exc, HttpError):
+        status, reason, message = _http_error_details(exc)
+        if status == 410:
+            return SyncTokenExpired("the calendar sync token expired: a full sync is needed")
+        if status == 401:
+            return CalendarRevoked("Google no longer accepts Alfred's access to this calendar")
+        if status == 429 or (status == 403 and reason in _RATE_REASONS):
+            return _Retryable(
+                CalendarRateLimited(COMPONENT, f"rate limited ({reason or status})"),
+                _retry_after(exc),
+            )
+        if status == 403 and reason in _QUOTA_REASONS:
+            return CalendarRateLimited(COMPONENT, f"quota used up ({reason})", retry_after=3600)
+        if status == 403:
+            return CalendarForbidden(f"Google refused: {message}")
+        if status == 400:
+            return CalendarBadRequest(f"Google rejected the request: {message}")
+        if status >= 500 or status in (408, 0):
+            return _Retryable(Unavailable(COMPONENT, f"Google answered {status}"))
+        return AlfredError(f"Google Calendar answered {status}: {message}")
+    if isinstance(exc, RefreshError):
+        text = str(exc)
+        if "invalid_grant" in text or "necessary fields" in text:
+            return CalendarRevoked("the calendar access was revoked or has expired")
+        if "invalid_client" in text or "unauthorized_client" in text:
+            return ConfigurationError(
+                "Google refused Alfred's OAuth client",
+                hint="check GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET",
+            )
+        return _Retryable(Unavailable(COMPONENT, "the token refresh failed"))
+    if isinstance(exc, TransportError | httplib2.HttpLib2Error | OSError):
+        return _Retryable(Unavailable(COMPONENT, f"cannot reach Google ({type(exc).__name__})"))
+    return exc
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass
+class CalendarClient:
+    """One person's Google Calendar, for one operation at a time (not shared by tasks).
+
+    The httplib2 connection is not thread-safe; each client is used by one coroutine,
+    one call after another, each call in a worker thread.
+    """
+
+    tokens: TokenBundle
+    client_id: str
+    client_secret: str
+    endpoints: GoogleEndpoints = field(default_factory=GoogleEndpoints)
+    retry: RetryPolicy = SYNC_RETRY
+    timeout: float = 30.0
+    sleep: Sleep = asyncio.sleep
+    _creds: Credentials | None = field(default=None, init=False, repr=False)
+    _service: Any = field(default=None, init=False, repr=False)
+    _initial: TokenBundle | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._initial = self.tokens
+        self._creds = self.tokens.credentials(
+            self.client_id, self.client_secret, self.endpoints.token_uri
+        )
+
+    @property
+    def tokens_changed(self) -> bool:
+        """Whether the access token was refreshed: the caller stores :meth:`current_tokens`."""
+        return self.current_tokens() != self._initial
+
+    def current_tokens(self) -> TokenBundle:
+        assert self._creds is not None
+        return self.tokens.with_credentials(self._creds)
+
+    def _build(self) -> Any:
+        if self._service is None:
+            http = AuthorizedHttp(self._creds, http=httplib2.Http(timeout=self.timeout))
+            options = (
+                {"api_endpoint": self.endpoints.calendar_api}
+                if self.endpoints.calendar_api
+                else None
+            )
+            self._service = build(
+                "calendar",
+                "v3",
+                http=http,
+                static_discovery=True,
+                cache_discovery=False,
+                client_options=options,
+            )
+        return self._service
+
+    async def _call(self, make: Callable[[Any], Any]) -> dict[str, Any]:
+        """Run ``make(service).execute()`` in a thread, retrying what may pass."""
+
+        def run() -> dict[str, Any]:
+            try:
+                result = make(self._build()).execute()
+            except Exception as exc:
+                translated = translate(exc)
+                if translated is exc:
+                    raise
+                raise translated from exc
+            return dict(result or {})
+
+        for attempt in range(self.retry.attempts):
+            try:
+                return await asyncio.to_thread(run)
+            except _Retryable as retryable:
+                if attempt + 1 >= self.retry.attempts:
+                    raise retryable.final from retryable
+                wait = self.retry.delay(attempt, retryable.retry_after)
+                log.info("google calendar: %s; retrying in %.1fs", retryable.final.message, wait)
+                await self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Close the HTTP connections (sockets would otherwise linger until collected)."""
+        service, self._service = self._service, None
+        if service is not None:
+            service.close()
+
+    async def list_events(
+        self,
+        *,
+        sync_token: str | None = None,
+        page_token: str | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> EventsPage:
+        """One page of the primary calendar's events, for a full or incremental sync.
+
+        Recurring events come as series (``singleEvents=False``): one item per series
+        instead of one per occurrence, so a daily stand-up is not 500 events.
+        """
+        params: dict[str, Any] = {
+            "calendarId": "primary",
+            "maxResults": page_size,
+            "singleEvents": False,
+        }
+        if sync_token:
+            params["syncToken"] = sync_token
+        if page_token:
+            params["pageToken"] = page_token
+        body = await self._call(lambda s: s.events().list(**params))
+        return EventsPage(
+            items=[i for i in body.get("items", []) if isinstance(i, dict)],
+            next_page_token=body.get("nextPageToken"),
+            next_sync_token=body.get("nextSyncToken"),
+            time_zone=body.get("timeZone"),
+        )
+
+    async def upcoming(self, *, start: datetime, end: datetime, limit: int) -> EventsPage:
+        """Occurrences between ``start`` and ``end``, soonest first (for the agent)."""
+        params: dict[str, Any] = {
+            "calendarId": "primary",
+            "timeMin": start.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "timeMax": end.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "singleEvents": True,
+            "orderBy": "startTime",
+            "maxResults": limit,
+        }
+        body = await self._call(lambda s: s.events().list(**params))
+        return EventsPage(
+            items=[i for i in body.get("items", []) if isinstance(i, dict)],
+            time_zone=body.get("timeZone"),
+        )
+
+    async def create_event(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Insert an event in the primary calendar; guests are not emailed."""
+        return await self._call(
+            lambda s: s.events().insert(calendarId="primary", body=body, sendUpdates="none")
+        )
+
+
+async def revoke_token(token: str, endpoints: GoogleEndpoints, wait: float = 10.0) -> bool:
+    """Ask Google to revoke a token (on disconnect). Best effort: True if Google agreed."""
+
+    def run() -> bool:
+        http = httplib2.Http(timeout=wait)
+        url = f"{endpoints.revoke_uri}?{urllib.parse.urlencode({'token': token})}"
+        response, _ = http.request(
+            url, "POST", headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        return int(response.status) == 200
+
+    try:
+        return await asyncio.to_thread(run)
+    except (httplib2.HttpLib2Error, OSError) as exc:
+        log.info("token revocation failed: %s", type(exc).__name__)
+        return False

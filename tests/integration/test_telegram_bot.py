@@ -1,0 +1,678 @@
+"""Alfred's real bot over the real Telegram protocol: polling, webhook, faults.
+
+Every test starts Alfred exactly as ``alfred run`` does (:func:`bot.run.run_bot`, as an
+asyncio task with a stop event), with ``TELEGRAM_API_BASE_URL`` pointing the real
+python-telegram-bot client at a local fake Bot API server
+(:mod:`tests.helpers.fake_telegram`). Each test has its own MongoDB database on the
+session's embedded server, so tests never see each other's data.
+
+Negative checks ("no reply") never sleep: PTB handles updates one at a time, in order,
+so once the reply to a later update has arrived, every earlier update was handled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from pydantic import SecretStr
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ServerSelectionTimeoutError
+
+from bot.assistant import LLM_DOWN, MEMORY_DOWN
+from bot.run import run_bot
+from bot.telegram_app import NON_TEXT_REPLY, UNKNOWN_COMMAND
+from integrations.mongo.connection import MongoHandle
+from integrations.redis_connection import RedisHandle
+from integrations.settings import Settings
+from memory.errors import ConfigurationError
+from tests.helpers.fake_openai import (
+    FakeOpenAI,
+    RecordedRequest,
+    completion,
+    json_task_handler,
+    server_error,
+)
+from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
+
+GOT_IT = "Got it, I'll remember that."
+START_TIMEOUT = 60.0  # the first start loads the local embedding model
+REPLY_TIMEOUT = 20.0
+
+Document = dict[str, Any]
+
+
+# --------------------------------------------------------------------------------------
+# Harness
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Bot:
+    """A running Alfred and what a test needs to talk to it and look inside."""
+
+    tg: FakeTelegram
+    settings: Settings
+    db: AsyncDatabase[Document]
+    task: asyncio.Task[None]
+    marker_user: Document
+    marker_chat: Document
+
+    async def say(
+        self,
+        update: dict[str, Any],
+        timeout: float = REPLY_TIMEOUT,  # noqa: ASYNC109 - a test deadline
+    ) -> list[Document]:
+        """Push an update and return the messages the bot sent because of it.
+
+        The update is followed by a marker: a /help from a dedicated user. Its answer
+        proves the update before it was fully handled (PTB handles updates one at a
+        time, in order), so the messages between are this update's replies, maybe none.
+        """
+        before = len(self.tg.sent_messages)
+        self.tg.push_update(update)
+        await self.sync(timeout)
+        marker = self.marker_chat["id"]
+        return [m for m in self.tg.sent_messages[before:] if m["chat_id"] != marker]
+
+    async def sync(self, timeout: float = REPLY_TIMEOUT) -> None:  # noqa: ASYNC109
+        """Wait until every update pushed so far was handled."""
+        before = len(self.tg.sent_messages)
+        marker = self.marker_chat["id"]
+        self.tg.push_text(self.marker_chat, self.marker_user, "/help")
+        await self.tg.wait_until(
+            lambda: (
+                self.task.done()
+                or any(m["chat_id"] == marker for m in self.tg.sent_messages[before:])
+            ),
+            timeout=timeout,
+            what="the marker's /help answer",
+        )
+        self.check_alive()
+
+    def check_alive(self) -> None:
+        if self.task.done():
+            raise AssertionError(f"run_bot ended: {self.task.exception()!r}")
+
+    async def message_doc(self, chat: Document, message_id: int) -> Document | None:
+        return await self.db["messages"].find_one({"_id": f"{chat['id']}:{message_id}"})
+
+
+def _message_id(update: Document) -> int:
+    for key in ("message", "edited_message", "channel_post"):
+        if key in update:
+            return int(update[key]["message_id"])
+    raise KeyError("no message in update")
+
+
+def _texts(messages: list[Document]) -> list[str]:
+    return [str(m["text"]) for m in messages]
+
+
+class HandlerErrors(logging.Handler):
+    """Collects what reached the application's error handler (an unhandled exception)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("unhandled error in a handler"):
+            self.records.append(record)
+
+
+@pytest.fixture
+def handler_errors() -> Iterator[HandlerErrors]:
+    collector = HandlerErrors()
+    logger = logging.getLogger("bot.telegram_app")
+    logger.addHandler(collector)
+    try:
+        yield collector
+    finally:
+        logger.removeHandler(collector)
+
+
+@pytest.fixture
+def spool_file(settings: Settings) -> Iterator[Path]:
+    """The spool of the session's data folder, empty before and after each test (a
+    spooled update left behind would be replayed into the next test's bot)."""
+    path = settings.data_dir() / "spool" / "updates.jsonl"
+    path.unlink(missing_ok=True)
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+async def bot_env(
+    settings: Settings,
+    mongo: MongoHandle,
+    redis: RedisHandle,
+    spool_file: Path,
+    handler_errors: HandlerErrors,
+) -> AsyncIterator[Callable[..., Any]]:
+    """``async with env(tg, **settings) as bot``: Alfred's ``run_bot`` on a fresh database.
+
+    Depending on the session's ``mongo``/``redis`` keeps the embedded servers up between
+    tests (``run_bot`` leases the same ones).
+    """
+    database = f"tg_{uuid.uuid4().hex[:12]}"
+
+    @contextlib.asynccontextmanager
+    async def start(tg: FakeTelegram, **overrides: Any) -> AsyncIterator[Bot]:
+        world = settings.model_copy(
+            update={
+                "telegram_bot_token": SecretStr(tg.token),
+                "telegram_api_base_url": tg.base_url,
+                "mongodb_database": database,
+                **overrides,
+            }
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_bot(world, stop=stop), name="alfred-run-bot")
+        marker = tg.user("Marker", username="marker")
+        bot = Bot(tg, world, mongo.client[database], task, marker, tg.private_chat(marker))
+        try:
+            # Started when the first update is answered.
+            await bot.sync(START_TIMEOUT)
+            yield bot
+        finally:
+            stop.set()
+            try:
+                await asyncio.wait_for(task, 30)
+            finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+
+    try:
+        yield start
+    finally:
+        await mongo.client.drop_database(database)
+    assert not handler_errors.records, [r.getMessage() for r in handler_errors.records]
+
+
+# --------------------------------------------------------------------------------------
+# 1. Polling: the conversation
+# --------------------------------------------------------------------------------------
+
+
+async def test_polling_conversation_in_dm_and_group(bot_env: Any) -> None:
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        alice = tg.user("Alice", username="alice")
+        bob = tg.user("Bob", username="bob")
+        dm_alice = tg.private_chat(alice)
+        family = tg.group_chat(title="Family", members=[alice, bob])
+
+        # polling, not a webhook
+        assert tg.webhook is None and tg.calls_of("getUpdates")
+
+        # a DM "remember that …" is confirmed inline
+        sent = await bot.say(
+            tg.text_message(dm_alice, alice, "remember that my favourite tea is rooibos")
+        )
+        assert _texts(sent) == [GOT_IT]
+        assert sent[0]["chat_id"] == dm_alice["id"] and sent[0]["reply_to_message_id"] is None
+
+        # an unaddressed group message: journaled, not answered
+        chatter = tg.text_message(family, bob, "Who is picking up the kids today?")
+        assert await bot.say(chatter) == []
+        doc = await bot.message_doc(family, _message_id(chatter))
+        assert doc is not None and doc["text"] == "Who is picking up the kids today?"
+        assert doc["thread_id"] == str(family["id"])
+
+        # a mention gets a reply in the group, as a reply to the message
+        mention = tg.text_message(
+            family, alice, "@alfred remember that we are going to Lisbon in May"
+        )
+        sent = await bot.say(mention)
+        assert _texts(sent) == [GOT_IT]
+        assert sent[0]["chat_id"] == family["id"]
+        assert sent[0]["reply_to_message_id"] == _message_id(mention)
+
+        # a reply to one of the bot's messages counts as addressed
+        follow_up = tg.text_message(
+            family, bob, "what do you remember about us?", reply_to=sent[0]["message_id"]
+        )
+        sent = await bot.say(follow_up)
+        assert len(sent) == 1 and sent[0]["chat_id"] == family["id"]
+        assert "Lisbon" in sent[0]["text"]
+        assert sent[0]["reply_to_message_id"] == _message_id(follow_up)
+
+        # … and so does naming it
+        named = tg.text_message(family, bob, "Alfred, remember that we recycle on Tuesdays")
+        sent = await bot.say(named)
+        assert _texts(sent) == [GOT_IT] and sent[0]["reply_to_message_id"] == _message_id(named)
+
+        # commands
+        dm_bob = tg.private_chat(bob)
+        (start,) = await bot.say(tg.text_message(dm_bob, bob, "/start"))
+        assert start["text"].startswith("Hello! I'm Alfred") and "Family" in start["text"]
+        (help_,) = await bot.say(tg.text_message(dm_bob, bob, "/help"))
+        assert "Commands: /start, /help, /status" in help_["text"]
+        (status,) = await bot.say(tg.text_message(dm_bob, bob, "/status"))
+        assert status["text"].startswith("Private chat. Your circles: Family")
+        group_status = tg.text_message(family, alice, "/status@alfred")
+        (status,) = await bot.say(group_status)
+        assert status["text"].startswith("Circle: Family")
+        assert status["reply_to_message_id"] == _message_id(group_status)
+        (unknown,) = await bot.say(tg.text_message(dm_bob, bob, "/foo"))
+        assert unknown["text"] == UNKNOWN_COMMAND
+        # a command for another bot in the group is not ours to answer
+        assert await bot.say(tg.text_message(family, bob, "/foo@otherbot")) == []
+
+        # while Bob is a member, his DM sees the circle's memories
+        (before,) = await bot.say(tg.text_message(dm_bob, bob, "what do you remember about us?"))
+        assert "Lisbon" in before["text"]
+
+        # Bob leaves the group: the circle's memories leave his DM at once
+        assert await bot.say(tg.left_chat_member(family, bob, bob)) == []
+        (after,) = await bot.say(tg.text_message(dm_bob, bob, "what do you remember about us?"))
+        assert "Lisbon" not in after["text"]
+        circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+        assert circle is not None and str(bob["id"]) not in circle["member_ids"]
+        # … and Alice, still a member, keeps them in hers
+        (kept,) = await bot.say(tg.text_message(dm_alice, alice, "what do you remember about us?"))
+        assert "Lisbon" in kept["text"]
+
+        # the bot added to a new group greets it, and the group is a circle at once
+        carol = tg.user("Carol", username="carol")
+        work = tg.group_chat(title="Work", members=[carol], bot_status="left")
+        greeting = await bot.say(tg.my_chat_member(work, carol, old_status="left"))
+        assert len(greeting) == 1 and greeting[0]["chat_id"] == work["id"]
+        assert greeting[0]["text"].startswith("Hello! I'm Alfred")
+        assert "@alfred" in greeting[0]["text"]
+        # Telegram also sends the service message; it must not greet twice
+        assert await bot.say(tg.new_chat_members(work, carol, [tg.bot_user])) == []
+        new_circle = await bot.db["circles"].find_one({"_id": str(work["id"])})
+        assert new_circle is not None and new_circle["archived_at"] is None
+        assert str(carol["id"]) in new_circle["member_ids"]
+        sent = await bot.say(
+            tg.text_message(work, carol, "@alfred remember that the standup is at 9:30")
+        )
+        assert _texts(sent) == [GOT_IT] and sent[0]["chat_id"] == work["id"]
+
+        # chat_member updates (supergroups may hide the service messages) keep it right too
+        dave = tg.user("Dave", username="dave")
+        assert await bot.say(tg.chat_member(work, carol, dave)) == []
+        new_circle = await bot.db["circles"].find_one({"_id": str(work["id"])})
+        assert new_circle is not None and str(dave["id"]) in new_circle["member_ids"]
+        left = tg.chat_member(work, dave, dave, old_status="member", new_status="left")
+        assert await bot.say(left) == []
+        new_circle = await bot.db["circles"].find_one({"_id": str(work["id"])})
+        assert new_circle is not None and str(dave["id"]) not in new_circle["member_ids"]
+
+        # a user blocking the bot in private is no event to crash on
+        blocked = tg.my_chat_member(dm_bob, bob, old_status="member", new_status="kicked")
+        assert await bot.say(blocked) == []
+
+        # the bot removed from a group: the circle is archived
+        kicked = tg.my_chat_member(family, alice, old_status="member", new_status="kicked")
+        assert await bot.say(kicked) == []
+        circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+        assert circle is not None and circle["archived_at"] is not None
+        (gone,) = await bot.say(tg.text_message(dm_alice, alice, "/status"))
+        assert "Family" not in gone["text"]
+        bot.check_alive()
+
+
+# --------------------------------------------------------------------------------------
+# 2. Webhook mode, and 3. deduplication
+# --------------------------------------------------------------------------------------
+
+
+async def test_webhook_mode_checks_the_secret_and_dedups(bot_env: Any) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/telegram"
+    secret = "s3cret-Token_for-tests"
+    async with (
+        FakeTelegram(bot_username="alfred") as tg,
+        bot_env(
+            tg,
+            webhook_url=url,
+            webhook_listen="127.0.0.1",
+            webhook_port=port,
+            webhook_secret=SecretStr(secret),
+        ) as bot,
+    ):
+        # setWebhook recorded the URL and the secret; updates came by webhook, not polling
+        assert tg.webhook is not None
+        assert tg.webhook.url == url and tg.webhook.secret_token == secret
+        assert not tg.calls_of("getUpdates")
+        assert tg.webhook_deliveries and all(
+            d.status == 200 and d.secret_token == secret for d in tg.webhook_deliveries
+        )
+
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        family = tg.group_chat(title="Family", members=[ann])
+        sent = await bot.say(tg.text_message(dm, ann, "remember that my bike is the blue one"))
+        assert _texts(sent) == [GOT_IT] and sent[0]["chat_id"] == dm["id"]
+        mention = tg.text_message(
+            family, ann, "@alfred remember that we water the plants on Sundays"
+        )
+        sent = await bot.say(mention)
+        assert _texts(sent) == [GOT_IT] and sent[0]["reply_to_message_id"] == _message_id(mention)
+
+        # the same update delivered twice (Telegram retries a webhook it thinks failed)
+        twice = tg.push_update(tg.text_message(dm, ann, "remember that my locker is number 12"))
+        sent = await bot.say(twice)
+        assert _texts(sent) == [GOT_IT], "a redelivered update was answered again"
+        assert [d.status for d in tg.webhook_deliveries if d.update_id == twice["update_id"]] == [
+            200,
+            200,
+        ]
+
+        # a POST without the secret, or with a wrong one, is refused and not processed
+        forged = {
+            "update_id": 999_000_001,
+            **tg.text_message(dm, ann, "remember that the forged message got through"),
+        }
+        async with aiohttp.ClientSession() as http:
+            for headers in ({}, {"X-Telegram-Bot-Api-Secret-Token": "wrong"}):
+                async with http.post(url, json=forged, headers=headers) as response:
+                    assert response.status == 403
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                assert response.status == 200
+            # malformed bodies with the right secret: 400, not a crash
+            good = {"X-Telegram-Bot-Api-Secret-Token": secret}
+            for body in (b"not json", b"123", b"[1, 2]", b"{}", b"null"):
+                async with http.post(url, data=body, headers=good) as response:
+                    assert response.status == 400, body
+        await bot.sync()
+        assert await bot.message_doc(dm, _message_id(forged)) is None
+        assert all("forged" not in str(m["text"]) for m in tg.sent_messages)
+        bot.check_alive()
+
+
+async def test_polling_dedups_and_rides_out_rate_limits(bot_env: Any) -> None:
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        # the same update_id queued twice before the bot reads either
+        update = tg.push_update(tg.text_message(dm, ann, "remember that I parked on level 3"))
+        sent = await bot.say(update)
+        assert _texts(sent) == [GOT_IT]
+        stored = await bot.db["messages"].count_documents(
+            {"thread_id": str(ann["id"]), "role": "user"}
+        )
+        assert stored == 1
+
+        # 5. Telegram says "too many requests, retry after 1s": AIORateLimiter waits and
+        # retries, and the answer still arrives (once)
+        tg.rate_limit_next("sendMessage", retry_after=1)
+        sent = await bot.say(tg.text_message(dm, ann, "remember that the gym opens at 6"))
+        assert _texts(sent) == [GOT_IT]
+        statuses = [c.status for c in tg.calls if c.method == "sendMessage"]
+        assert statuses[-3:-1] == [429, 200]  # then the marker's answer
+        limited, retried = [c for c in tg.calls if c.method == "sendMessage"][-3:-1]
+        assert retried.at - limited.at >= 1.0
+        assert retried.params["text"] == GOT_IT
+
+
+# --------------------------------------------------------------------------------------
+# 4. Bad input
+# --------------------------------------------------------------------------------------
+
+
+async def test_non_text_edits_channels_forwards_and_long_messages(bot_env: Any) -> None:
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        ben = tg.user("Ben", username="ben")
+        dm = tg.private_chat(ann)
+        family = tg.group_chat(title="Family", members=[ann, ben])
+
+        # stickers and voice notes: a clear answer in a DM, silence in a group
+        for update in (tg.sticker_message(dm, ann), tg.voice_message(dm, ann)):
+            assert _texts(await bot.say(update)) == [NON_TEXT_REPLY]
+        for update in (tg.sticker_message(family, ben), tg.voice_message(family, ben)):
+            assert await bot.say(update) == []
+        # … unless the sticker answers the bot
+        (hello,) = await bot.say(tg.text_message(family, ann, "hi @alfred"))
+        sticker = tg.sticker_message(family, ben)
+        sticker["message"]["reply_to_message"] = tg.messages[(family["id"], hello["message_id"])]
+        (answer,) = await bot.say(sticker)
+        assert answer["text"] == NON_TEXT_REPLY
+        assert answer["reply_to_message_id"] == _message_id(sticker)
+
+        # empty or blank text (clients never send it; a buggy proxy might)
+        for text in ("", "   "):
+            assert _texts(await bot.say(tg.text_message(dm, ann, text, entities=[]))) == [
+                NON_TEXT_REPLY
+            ]
+
+        # a photo's caption is read as the message
+        photo = tg.photo_message(dm, ann, "remember that the wifi password is on the fridge")
+        assert _texts(await bot.say(photo)) == [GOT_IT]
+        doc = await bot.message_doc(dm, _message_id(photo))
+        assert doc is not None and "wifi password" in doc["text"]
+        (recall,) = await bot.say(tg.text_message(dm, ann, "what do you remember about me?"))
+        assert "wifi password" in recall["text"]
+
+        # an edited message is learned from, not answered a second time
+        original = tg.text_message(dm, ann, "remember that my dentist is Dr Ames")
+        assert _texts(await bot.say(original)) == [GOT_IT]
+        edit = tg.push_update(tg.edited_message(original, "remember that my dentist is Dr Baker"))
+        assert await bot.say(edit) == []
+        edited = await bot.db["messages"].find_one(
+            {"_id": f"{dm['id']}:{_message_id(original)}:edit:{edit['update_id']}"}
+        )
+        assert edited is not None and "Dr Baker" in edited["text"]
+        # an edited command is not answered again either
+        command = tg.text_message(dm, ann, "/help")
+        assert len(await bot.say(command)) == 1
+        assert await bot.say(tg.edited_message(command, "/status")) == []
+
+        # channel posts are ignored, commands included, without a crash
+        news = tg.channel(title="News")
+        for text in ("@alfred remember that the channel said hi", "/help"):
+            assert await bot.say(tg.channel_post(news, text)) == []
+        assert await bot.db["messages"].count_documents({"thread_id": str(news["id"])}) == 0
+
+        # a forwarded message is journaled as forwarded; it is not the sender's own request
+        forwarded = tg.forwarded_message(dm, ann, "remember that I owe Tom 20 euros", origin=ben)
+        sent = await bot.say(forwarded)
+        assert len(sent) >= 1 and GOT_IT not in _texts(sent)
+        doc = await bot.message_doc(dm, _message_id(forwarded))
+        assert doc is not None and doc["text"].startswith("[forwarded]")
+        assert await bot.say(tg.forwarded_message(family, ben, "lunch at noon", origin="Zed")) == []
+
+        # 5,000 characters in: answered, and nothing over Telegram's limit goes out
+        long_text = "We should plan the garden. " + "Tomatoes need sun and water every day. " * 128
+        assert len(long_text) > 5000
+        for update in (
+            tg.text_message(dm, ann, long_text),
+            tg.text_message(dm, ann, "remember that " + long_text),
+            tg.text_message(family, ann, "@alfred " + long_text),
+        ):
+            sent = await bot.say(update)
+            assert sent, "a long message got no answer"
+            assert all(0 < len(m["text"]) <= MAX_TEXT_LENGTH for m in sent)
+        doc = await bot.db["messages"].find_one({"text": long_text})
+        assert doc is not None, "the long message was not journaled whole"
+
+        # nothing the bot sent was refused by Telegram
+        assert all(c.status == 200 for c in tg.calls if c.method == "sendMessage")
+        bot.check_alive()
+
+
+# --------------------------------------------------------------------------------------
+# 4. Faults: the chat model long-winded or down, the database down
+# --------------------------------------------------------------------------------------
+
+
+class ChatModel:
+    """The chat model behind the fake OpenAI server: long answers, or down (500s)."""
+
+    LONG = "\n\n".join(
+        f"Paragraph {i}: " + "the garden plan needs sun, water and patience. " * 12
+        for i in range(10)
+    )
+
+    def __init__(self) -> None:
+        self.down = False
+        self.tasks = json_task_handler()
+
+    def __call__(self, request: RecordedRequest) -> Any:
+        if self.down:
+            return server_error(500, "the model is on fire")
+        if not request.tools:  # formation tasks: the fake's default JSON answers
+            return self.tasks(request)
+        return completion(self.LONG)
+
+
+async def test_chat_model_long_answers_are_split_and_an_outage_gets_an_apology(
+    bot_env: Any,
+) -> None:
+    model = ChatModel()
+    assert len(ChatModel.LONG) > MAX_TEXT_LENGTH
+    async with (
+        FakeOpenAI(embedding_dimensions=8, chat_handler=model) as openai_fake,
+        FakeTelegram(bot_username="alfred") as tg,
+        bot_env(
+            tg,
+            openai_api_key=SecretStr("test-key"),
+            openai_base_url=openai_fake.base_url,
+            embeddings_provider="local",
+        ) as bot,
+    ):
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        family = tg.group_chat(title="Family", members=[ann])
+
+        # a reply longer than Telegram allows arrives whole, in several messages
+        sent = await bot.say(tg.text_message(dm, ann, "How should we plan the garden this year?"))
+        assert len(sent) >= 2 and all(len(m["text"]) <= MAX_TEXT_LENGTH for m in sent)
+        assert "".join("".join(_texts(sent)).split()) == "".join(ChatModel.LONG.split())
+        assert openai_fake.chat_requests, "the chat model was asked"
+
+        # the model is down: a short apology; the message is still journaled
+        model.down = True
+        asked = len(openai_fake.chat_requests)
+        question = tg.text_message(dm, ann, "What should I cook for dinner tonight?")
+        assert _texts(await bot.say(question)) == [LLM_DOWN]
+        assert len(openai_fake.chat_requests) > asked, "the model was really tried"
+        doc = await bot.message_doc(dm, _message_id(question))
+        assert doc is not None and doc["text"] == "What should I cook for dinner tonight?"
+        mention = tg.text_message(family, ann, "@alfred any idea for Sunday lunch?")
+        (apology,) = await bot.say(mention)
+        assert apology["text"] == LLM_DOWN
+        assert apology["reply_to_message_id"] == _message_id(mention)
+        unaddressed = tg.text_message(family, ann, "I'll buy bread on the way home")
+        assert await bot.say(unaddressed) == []
+        assert await bot.message_doc(family, _message_id(unaddressed)) is not None
+        bot.check_alive()
+
+
+async def test_chat_model_unreachable(bot_env: Any) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    async with (
+        FakeTelegram(bot_username="alfred") as tg,
+        bot_env(
+            tg,
+            openai_api_key=SecretStr("test-key"),
+            openai_base_url=closed,
+            embeddings_provider="local",
+        ) as bot,
+    ):
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        question = tg.text_message(dm, ann, "What should I cook for dinner tonight?")
+        assert _texts(await bot.say(question)) == [LLM_DOWN]
+        assert await bot.message_doc(dm, _message_id(question)) is not None
+
+
+async def test_database_down_apologises_spools_and_replays(
+    bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from integrations.mongo.journal import MongoJournal
+
+    async def down(self: MongoJournal, message: Any) -> bool:
+        raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+
+    async with FakeTelegram(bot_username="alfred") as tg:
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        family = tg.group_chat(title="Family", members=[ann])
+        lost = tg.text_message(dm, ann, "remember that the spare key is under the blue pot")
+        async with bot_env(tg) as bot:
+            monkeypatch.setattr(MongoJournal, "append", down)
+            sent = await bot.say(lost)
+            assert _texts(sent) == [MEMORY_DOWN]
+            assert await bot.say(tg.text_message(family, ann, "we're out of milk")) == []
+            # both updates are in the spool under the data folder
+            lines = (await asyncio.to_thread(spool_file.read_text)).splitlines()
+            spooled = [json.loads(line) for line in lines]
+            assert len(spooled) == 2
+            assert spooled[0]["message"]["message_id"] == _message_id(lost)
+            assert spooled[0]["message"]["chat"]["id"] == dm["id"]
+            assert spooled[1]["message"]["chat"]["id"] == family["id"]
+            # the database is back: the bot never stopped
+            monkeypatch.undo()
+            sent = await bot.say(tg.text_message(dm, ann, "remember that I like my coffee black"))
+            assert _texts(sent) == [GOT_IT]
+            assert await bot.message_doc(dm, _message_id(lost)) is None
+
+        # a crash may leave a torn last line; start-up must not choke on it
+        with spool_file.open("a", encoding="utf-8") as f:
+            f.write('[1, 2]\n{"update_id": 12, "message": {"mess\n')
+
+        # the next start replays the spool: the lost message is learned and answered now
+        before = len(tg.sent_messages)
+        async with bot_env(tg) as bot:
+            await tg.wait_until(
+                lambda: any(
+                    m["chat_id"] == dm["id"] and m["text"] == GOT_IT
+                    for m in tg.sent_messages[before:]
+                ),
+                timeout=REPLY_TIMEOUT,
+                what="the spooled message's answer",
+            )
+            await bot.sync()
+            doc = await bot.message_doc(dm, _message_id(lost))
+            assert doc is not None and "spare key" in doc["text"]
+            assert await bot.db["messages"].find_one({"text": "we're out of milk"}) is not None
+            assert not await asyncio.to_thread(spool_file.exists)
+            (recall,) = await bot.say(tg.text_message(dm, ann, "what do you remember about me?"))
+            assert "spare key" in recall["text"]
+
+
+async def test_webhook_without_a_configured_secret_uses_a_stable_one(bot_env: Any) -> None:
+    """Replicas behind one webhook must agree on the secret Telegram sends."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/hook"
+    webhook = {"webhook_url": url, "webhook_listen": "127.0.0.1", "webhook_port": port}
+    secrets_seen = []
+    async with FakeTelegram(bot_username="alfred") as tg:
+        for _ in range(2):
+            async with bot_env(tg, **webhook) as bot:
+                assert tg.webhook is not None and tg.webhook.url == url
+                secrets_seen.append(tg.webhook.secret_token)
+                ann = tg.user("Ann")
+                sent = await bot.say(tg.text_message(tg.private_chat(ann), ann, "/start"))
+                assert sent and sent[0]["text"].startswith("Hello! I'm Alfred")
+    first, second = secrets_seen
+    assert first and first == second and tg.token not in first
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,256}", first)
+
+
+async def test_a_webhook_secret_telegram_would_refuse_fails_at_start(settings: Settings) -> None:
+    bad = settings.model_copy(
+        update={
+            "telegram_bot_token": SecretStr("123:abc"),
+            "webhook_url": "https://example.invalid/telegram",
+            "webhook_secret": SecretStr("change me!"),
+        }
+    )
+    with pytest.raises(ConfigurationError, match="WEBHOOK_SECRET"):
+        await run_bot(bad, stop=asyncio.Event())
