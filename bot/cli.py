@@ -204,6 +204,9 @@ def _register_subcommands() -> None:
     from bot.bench import bench_app
 
     app.add_typer(bench_app, name="bench")
+    from bot.admin_command import admin_app
+
+    app.add_typer(admin_app, name="admin")
 
 
 _register_subcommands()

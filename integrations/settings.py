@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     webhook_listen: str = "0.0.0.0"
     webhook_port: int = 8080
     # Prometheus /metrics, /healthz and /readyz for operators (0 turns the server off).
-    metrics_listen: str = "0.0.0.0"  # noqa: S104 - scraped from outside the container
+    metrics_listen: str = "0.0.0.0"
     metrics_port: int = Field(default=9100, ge=0, le=65535)
 
     # LLM: any OpenAI-compatible endpoint; unset key means the offline provider.

@@ -77,6 +77,9 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
         ),
         func(_timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
     ]
+    from jobs.admin.tasks import admin_functions
+
+    registered += admin_functions(config)
     from jobs.calendar_tasks import calendar_functions
 
     if crons_as_functions:

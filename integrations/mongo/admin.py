@@ -102,7 +102,9 @@ class MongoAdminQueries:
 
     async def visible_blobs(self, viewer: Viewer) -> list[Consolidated]:
         """Every consolidated blob the viewer may see, any scope."""
-        cursor = self._db[CONSOLIDATED].find(and_visible(viewer)).sort([("last_consolidated_at", 1)])
+        cursor = (
+            self._db[CONSOLIDATED].find(and_visible(viewer)).sort([("last_consolidated_at", 1)])
+        )
         return [consolidated_from_doc(d) async for d in cursor]
 
     async def clarifications_for(self, viewer: Viewer) -> list[Clarification]:

@@ -78,8 +78,13 @@ async def consolidate_target(ctx: AdminContext, target: Target) -> dict[str, Any
     match = await _matcher(ctx, target)
     if match is None:
         await ctx.progress.finish(f"unknown {target.kind}")
-        return {"target": target.as_dict(), "known": False, "buffers": 0, "consolidated": 0,
-                "absorbed": 0}
+        return {
+            "target": target.as_dict(),
+            "known": False,
+            "buffers": 0,
+            "consolidated": 0,
+            "absorbed": 0,
+        }
     groups = [g for g in await ctx.services.notes.buffered_groups() if match(g[1])]
     await ctx.progress.phase_start("consolidating", len(groups))
     consolidated = absorbed = 0

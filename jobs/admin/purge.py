@@ -1,0 +1,136 @@
+"""``purge-user``: the complete "forget everything about me" cascade for one user, run
+by an operator (a deletion request that arrived by email, a user who left Telegram).
+
+It is the bot's own erase (DESIGN.md §3: "Forget everything" erases a user entirely),
+step by step, in an order that makes an interrupted purge finish when run again:
+
+1. **mem0 copies** of every fact the user owns or stated are deleted *first*: once the
+   local facts are gone, nothing would point at those copies any more (a failure here
+   is retried by the job; ``reconcile-mem0`` also finds such orphans);
+2. **memories**: :meth:`MemoryOperations.forget_everything` — their facts (and the
+   circle-level facts only they stated, through the forget cascade, which also removes
+   the reflections, blobs and messages derived from them), their reflections, blobs,
+   clarifications and every message they wrote or Alfred wrote them;
+3. **calendar** (when the calendar integration is installed): tokens revoked and
+   deleted, event links deleted;
+4. **formation requests** of their DM thread (ids only, but they name the thread);
+5. **directory**, last: their memberships, DM thread and user record. Because this
+   goes last, a purge interrupted anywhere earlier still finds the user when re-run.
+
+Every step is idempotent. A user with no directory entry and no record left is
+"nothing to purge" (not an error: re-running a finished purge must succeed).
+``memory_partitions`` keeps its version counters (ids only, no text): running
+processes compare them to notice that the erased partitions changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from jobs.admin.common import AdminContext
+from memory.constants import CLARIFICATIONS, CONSOLIDATED, FACTS, MESSAGES, REFLECTIONS
+from memory.operations import MemoryOperations
+
+#: ``forget_everything``'s count names, as the collections they were removed from.
+_COLLECTION_OF = {
+    "facts": FACTS,
+    "reflections": REFLECTIONS,
+    "consolidated": CONSOLIDATED,
+    "clarifications": CLARIFICATIONS,
+    "messages": MESSAGES,
+}
+STEPS = ("mem0", "memories", "calendar", "formation requests", "directory")
+
+
+def memory_operations(ctx: AdminContext) -> MemoryOperations:
+    """The same operations object the bot builds (same cascade, same mirror)."""
+    s = ctx.services
+    return MemoryOperations(
+        facts=s.facts,
+        writer=s.writer,
+        notes=s.notes,
+        journal=s.journal,
+        llm=s.llm,
+        embedder=s.embedder,
+        clock=s.clock,
+        mirror=s.mirror,
+    )
+
+
+def _calendar_module(name: str) -> Any | None:
+    """``integrations.calendar…`` if that integration is installed, else None. Only its
+    own absence counts: a missing *dependency* of it raises (its tokens must go)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("integrations.calendar"):
+            return None
+        raise
+
+
+async def _calendar_counts(ctx: AdminContext, user_id: str) -> dict[str, int]:
+    """The user's calendar records, or {} when the calendar integration is absent."""
+    store = _calendar_module("integrations.calendar.store")
+    if store is None:
+        return {}
+    db = ctx.services.mongo.db
+    return {
+        store.CONNECTIONS: await db[store.CONNECTIONS].count_documents({"_id": user_id}),
+        store.LINKS: await db[store.LINKS].count_documents({"owner_user_id": user_id}),
+    }
+
+
+async def _forget_calendar(ctx: AdminContext, user_id: str) -> None:
+    calendar = _calendar_module("integrations.calendar")
+    if calendar is not None:
+        await calendar.forget_calendar_user(ctx.services, user_id)
+
+
+async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
+    """Erase ``user_id`` entirely; returns what was removed, per collection."""
+    s = ctx.services
+    footprint = await ctx.queries.user_footprint(user_id)
+    calendar = await _calendar_counts(ctx, user_id)
+    if not any(footprint.values()) and not any(calendar.values()):
+        await ctx.progress.finish("nothing to purge")
+        return {"user_id": user_id, "found": False, "removed": {}, "left": {}}
+    removed: dict[str, int] = {}
+    progress = ctx.progress
+    await progress.phase_start("purging: mem0 copies", len(STEPS))
+
+    facts = await s.facts.owned_by(user_id)
+    if s.mirror is not None:
+        await s.mirror.forget(facts)  # raises if mem0 is down: the job retries
+        removed["mem0_copies"] = sum(1 for f in facts if f.mem0_id)
+    await progress.advance()
+
+    progress.phase = "purging: memories"
+    counts = await memory_operations(ctx).forget_everything(user_id)
+    for name, n in counts.items():
+        key = _COLLECTION_OF.get(name, name)
+        removed[key] = removed.get(key, 0) + n
+    await progress.advance()
+
+    progress.phase = "purging: calendar"
+    await _forget_calendar(ctx, user_id)
+    removed.update(calendar)
+    await progress.advance()
+
+    progress.phase = "purging: formation requests"
+    removed["formation_requests"] = await ctx.queries.delete_dm_requests(user_id)
+    await progress.advance()
+
+    progress.phase = "purging: directory"
+    await s.directory.delete_user(user_id)
+    removed["users"] = footprint["users"]
+    removed["threads"] = footprint["threads"]
+    removed["memberships"] = footprint["memberships"]
+    await progress.advance()
+
+    # Anything still carrying the id (a message that arrived mid-purge) is reported,
+    # so the operator runs it again rather than believing it finished.
+    after = await ctx.queries.user_footprint(user_id)
+    left = {name: n for name, n in after.items() if n}
+    await progress.finish("done" if not left else "done, records arrived meanwhile")
+    return {"user_id": user_id, "found": True, "removed": removed, "left": left}
