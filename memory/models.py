@@ -244,6 +244,12 @@ class Fact(BaseModel):
         """Whether the fact is still valid (contradicted facts stay as history)."""
         return self.invalid_at is None
 
+    @property
+    def reinforced_at(self) -> datetime:
+        """When the fact was last stated, updated or recalled, whichever is latest: the
+        age recency decay counts from."""
+        return max(t for t in (self.valid_at, self.updated_at, self.last_accessed_at) if t)
+
 
 class Reflection(BaseModel):
     """An interpreted note, always in context until consolidated (DESIGN.md §4)."""

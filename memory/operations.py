@@ -218,17 +218,21 @@ class MemoryOperations:
         ]
         if not candidates:
             return None
+        score, best = (await self._ranked(text, candidates))[0]
+        return best if score >= threshold else None
+
+    async def _ranked(self, text: str, facts: Sequence[Fact]) -> list[tuple[float, Fact]]:
+        """Facts by closeness to ``text``, best first: the larger of shared content terms
+        and cosine (terms catch exact wording, cosine paraphrase)."""
         query = (await self.embedder.embed([text]))[0]
-        best: tuple[float, Fact] | None = None
-        for fact in candidates:
+        scored = []
+        for fact in facts:
             score = overlap(text, fact.content)
             if fact.embedding is not None and len(fact.embedding) == len(query):
                 score = max(score, float(np.dot(np.asarray(fact.embedding), query)))
-            if best is None or score > best[0]:
-                best = (score, fact)
-        if best is None or best[0] < threshold:
-            return None
-        return best[1]
+            scored.append((score, fact))
+        scored.sort(key=lambda pair: -pair[0])
+        return scored
 
     async def forget(self, viewer: Viewer, target: str) -> OperationResult:
         """Hard-delete the memory that best matches ``target`` and everything derived
@@ -244,14 +248,7 @@ class MemoryOperations:
         ]
         if not own:
             return OperationResult(text=NOTHING_TO_FORGET)
-        query = (await self.embedder.embed([target]))[0]
-        scored = []
-        for fact in own:
-            score = overlap(target, fact.content)
-            if fact.embedding is not None and len(fact.embedding) == len(query):
-                score = max(score, float(np.dot(np.asarray(fact.embedding), query)))
-            scored.append((score, fact))
-        scored.sort(key=lambda pair: -pair[0])
+        scored = await self._ranked(target, own)
         best = scored[0][0]
         if best < FORGET_MATCH:
             return OperationResult(text=NOTHING_TO_FORGET)

@@ -55,16 +55,14 @@ class Candidate:
 
 
 def candidate_of(fact: Fact) -> Candidate:
-    """A stored fact as a retrieval candidate; it was last reinforced when it was stated,
-    updated or recalled, whichever is latest."""
-    reinforced = max(t for t in (fact.valid_at, fact.updated_at, fact.last_accessed_at) if t)
+    """A stored fact as a retrieval candidate."""
     return Candidate(
         id=fact.id,
         content=fact.content,
         category=fact.category,
         importance=fact.importance,
         partition=fact.partition,
-        reinforced_at=reinforced,
+        reinforced_at=fact.reinforced_at,
         access_count=fact.access_count,
     )
 

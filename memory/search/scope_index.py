@@ -85,9 +85,6 @@ class ScopeIndex:
             assert fact.embedding is not None
             self.vectors.add(fact.id, np.asarray(fact.embedding, dtype=np.float32))
         self.bm25.add(fact.id, fact.content)
-        reinforced = max(
-            t for t in (fact.valid_at, fact.updated_at, fact.last_accessed_at) if t is not None
-        )
         self.facts[fact.id] = IndexedFact(
             id=fact.id,
             content=fact.content,
@@ -95,7 +92,7 @@ class ScopeIndex:
             importance=fact.importance,
             partition=fact.partition,
             rev=fact.rev,
-            reinforced_at=reinforced,
+            reinforced_at=fact.reinforced_at,
             access_count=fact.access_count,
             pinned=fact.pinned,
             has_vector=usable,
