@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
@@ -676,3 +677,80 @@ async def test_a_webhook_secret_telegram_would_refuse_fails_at_start(settings: S
     )
     with pytest.raises(ConfigurationError, match="WEBHOOK_SECRET"):
         await run_bot(bad, stop=asyncio.Event())
+
+
+# --------------------------------------------------------------------------------------
+# 7. The Google Calendar redirect, served by ``alfred run`` itself
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["polling", "webhook"])
+async def test_calendar_redirect_is_served_in_both_modes(
+    bot_env: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/calendar`` in a DM → Google's consent page → the redirect lands on the server
+    ``run_bot`` started (the webhook server, or a small one of its own when polling) →
+    the person is told in Telegram and the connection is stored."""
+    from cryptography.fernet import Fernet
+
+    from integrations.calendar.commands import IN_GROUP
+    from integrations.calendar.oauth import CONNECTED_NOTICE
+    from integrations.calendar.store import CONNECTIONS
+    from tests.helpers.fake_google import FakeGoogle
+
+    # the local token endpoint is plain HTTP on loopback; oauthlib insists on HTTPS
+    monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server: dict[str, Any] = {"webhook_listen": "127.0.0.1", "webhook_port": port}
+    if mode == "webhook":
+        server["webhook_url"] = f"{base}/telegram"
+    async with FakeGoogle() as google, FakeTelegram(bot_username="alfred") as tg:
+        calendar = {
+            "google_client_id": google.client_id,
+            "google_client_secret": SecretStr(google.client_secret),
+            "google_redirect_url": f"{base}/oauth/google",
+            "calendar_encryption_key": SecretStr(Fernet.generate_key().decode()),
+            "google_oauth_base_url": google.url,
+            "google_calendar_api_url": google.api_url,
+        }
+        async with bot_env(tg, **server, **calendar) as bot:
+            assert bool(tg.calls_of("getUpdates")) == (mode == "polling")
+            ann = tg.user("Ann", username="ann")
+            dm = tg.private_chat(ann)
+            family = tg.group_chat(title="Family", members=[ann])
+            (in_group,) = await bot.say(tg.text_message(family, ann, "/calendar"))
+            assert in_group["text"] == IN_GROUP
+
+            (invite,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
+            link = next(w for w in invite["text"].split() if w.startswith(google.url))
+            query = parse_qs(urlsplit(link).query)
+            assert query["redirect_uri"] == [f"{base}/oauth/google"]
+            code = google.issue_code("ann@example.com", challenge=query["code_challenge"][0])
+
+            async with aiohttp.ClientSession() as http:
+                redirect = f"{base}/oauth/google"
+                params = {"state": query["state"][0], "code": code}
+                async with http.get(redirect, params=params) as page:
+                    assert page.status == 200, await page.text()
+                    assert "Calendar connected" in await page.text()
+                # the same link a second time, and a link not made by Alfred
+                async with http.get(redirect, params=params) as page:
+                    assert page.status == 400
+                forged = {"state": "x" * 40, "code": code}
+                async with http.get(redirect, params=forged) as page:
+                    assert page.status == 400
+                async with http.get(f"{base}/healthz") as page:
+                    assert page.status == 200
+
+            def notices() -> list[Document]:
+                return [m for m in tg.sent_messages if m["text"] == CONNECTED_NOTICE]
+
+            await tg.wait_until(
+                lambda: bool(notices()), timeout=REPLY_TIMEOUT, what="the connected notice"
+            )
+            assert [m["chat_id"] for m in notices()] == [dm["id"]], "told once, in Ann's DM"
+            stored = await bot.db[CONNECTIONS].find_one({"_id": str(ann["id"])})
+            assert stored is not None and stored["status"] == "connected"
+            (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
+            assert "is connected" in status["text"] and "ann@example.com" in status["text"]
