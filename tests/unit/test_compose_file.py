@@ -1,14 +1,17 @@
-"""The compose file's structure, checked without a Docker engine.
+"""The compose file, checked without a Docker engine.
 
-``docker compose config`` needs an engine this machine lacks, so the file is loaded
-with PyYAML (merge keys resolved, as Compose does) and the parts Alfred relies on are
-checked: the services and their images, commands, connection settings, start order
-and health checks, and that they agree with the Dockerfile and the code.
+``docker compose config`` needs the Compose plugin, which this machine lacks, so the file
+is validated against the Compose Specification's JSON schema (the copy check-jsonschema
+ships), then loaded with PyYAML (merge keys resolved, as Compose does) and the parts Alfred
+relies on are checked: the services and their images, commands, connection settings,
+start order and health checks, and that they agree with the Dockerfile and the code.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,33 @@ def services(compose: dict[str, Any]) -> dict[str, Any]:
     found = compose["services"]
     assert isinstance(found, dict)
     return found
+
+
+SCHEMA = "vendor.compose-spec"
+CHECK_COMPOSE = (sys.executable, "-m", "check_jsonschema", "--builtin-schema", SCHEMA)
+
+
+def _check_compose_schema(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CHECK_COMPOSE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_file_follows_the_compose_specification(tmp_path: Path) -> None:
+    checked = _check_compose_schema(COMPOSE)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The same check refuses a file Compose would refuse (so the pass above means something).
+    text = COMPOSE.read_text(encoding="utf-8")
+    broken = tmp_path / "compose.yaml"
+    broken.write_text(
+        text.replace("condition: service_healthy", "condition: when_ready", 1), encoding="utf-8"
+    )
+    refused = _check_compose_schema(broken)
+    assert refused.returncode == 1 and "when_ready" in refused.stdout
 
 
 def _healthy(service: dict[str, Any], name: str) -> None:
