@@ -95,7 +95,8 @@ def migrate(
         bool, typer.Option("--status", help="List migrations and whether each is applied.")
     ] = False,
     to: Annotated[
-        int | None, typer.Option("--to", help="Apply migrations up to this version only.")
+        int | None,
+        typer.Option("--to", help="Apply migrations up to this version only (never downgrades)."),
     ] = None,
     legacy_dry_run: Annotated[
         bool,

@@ -51,7 +51,15 @@ async def run_migrate(
         applied = await migrate(ctx, to=to)
         if applied:
             console.print(f"applied {len(applied)} migration(s)", highlight=False)
-        else:
+        elif to is None:
             console.print("nothing to apply: the database is up to date", highlight=False)
+        else:
+            # Migrations only go forward: a lower target than the current version is not
+            # a downgrade.
+            current = (await status(handle.db)).current
+            console.print(
+                f"nothing to apply up to version {to}: the database is at version {current}",
+                highlight=False,
+            )
     finally:
         await handle.close()

@@ -16,7 +16,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ from tests.helpers.fake_openai import (
 )
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
+ROOT = Path(__file__).resolve().parents[2]
 GOT_IT = "Got it, I'll remember that."
 START_TIMEOUT = 60.0  # the first start loads the local embedding model
 REPLY_TIMEOUT = 20.0
@@ -754,3 +758,86 @@ async def test_calendar_redirect_is_served_in_both_modes(
             assert stored is not None and stored["status"] == "connected"
             (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
             assert "is connected" in status["text"] and "ann@example.com" in status["text"]
+
+
+# --------------------------------------------------------------------------------------
+# 8. Migrations beside a running bot
+# --------------------------------------------------------------------------------------
+
+
+def _alfred_cli(settings: Settings, database: str, *args: str) -> subprocess.Popen[str]:
+    """``alfred …`` as an operator runs it: another process, on the same database."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(settings.data_dir().parent),
+        "ALFRED_DATA_DIR": str(settings.data_dir()),
+        "MONGODB_DATABASE": database,
+        "PTB_TIMEDELTA": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", *args],
+        cwd=settings.data_dir().parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def _finished(process: subprocess.Popen[str]) -> tuple[int, str]:
+    out, err = await asyncio.to_thread(process.communicate, timeout=120)
+    assert "Traceback" not in err, err
+    return process.returncode, out
+
+
+async def test_migrations_beside_a_running_bot(
+    bot_env: Any, settings: Settings, mongo: MongoHandle
+) -> None:
+    """A database left at an older version (`alfred migrate --to 2`) is brought up to
+    date by the bot's start; operators' `alfred migrate` runs while the bot answers
+    neither disturb it nor apply anything twice."""
+    from integrations.mongo.migrator import discover
+    from memory.constants import SCHEMA_MIGRATIONS
+
+    available = discover()
+    latest = available[-1].version
+    database = f"mig_{uuid.uuid4().hex[:12]}"
+    db = mongo.client[database]
+    try:
+        code, out = await _finished(_alfred_cli(settings, database, "migrate", "--to", "2"))
+        assert code == 0 and out.strip().splitlines()[-1] == "applied 2 migration(s)", out
+        async with (
+            FakeTelegram(bot_username="alfred") as tg,
+            bot_env(tg, mongodb_database=database) as bot,
+        ):
+            versions = await db[SCHEMA_MIGRATIONS].distinct("version")
+            assert sorted(versions) == [m.version for m in available]
+            ann = tg.user("Ann", username="ann")
+            dm = tg.private_chat(ann)
+            operators = [
+                _alfred_cli(settings, database, "migrate"),
+                _alfred_cli(settings, database, "migrate", "--to", "1"),
+                _alfred_cli(settings, database, "migrate", "--status"),
+            ]
+            sent = [
+                await bot.say(tg.text_message(dm, ann, f"remember that locker {n} is mine"))
+                for n in range(3)
+            ]
+            assert [_texts(s) for s in sent] == [[GOT_IT]] * 3
+            (plain, to_one, listed) = [await _finished(p) for p in operators]
+            assert plain == (0, "nothing to apply: the database is up to date\n")
+            assert to_one == (
+                0,
+                f"nothing to apply up to version 1: the database is at version {latest}\n",
+            )
+            assert listed[0] == 0 and listed[1].splitlines()[-1] == (f"current version: {latest}")
+            # the bot kept its state through it all
+            (recall,) = await bot.say(tg.text_message(dm, ann, "which locker is mine?"))
+            assert re.search(r"locker [012]", recall["text"]), recall["text"]
+            bot.check_alive()
+        records = [d async for d in db[SCHEMA_MIGRATIONS].find({})]
+        assert sorted(d["version"] for d in records) == [m.version for m in available]
+        assert all(d["_id"] != "migration-lock" for d in records), "the lock was let go"
+    finally:
+        await mongo.client.drop_database(database)
