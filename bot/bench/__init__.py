@@ -17,10 +17,4 @@ bench_app = typer.Typer(
 )
 
 for _name in ("locomo", "retrieval", "formation", "bot"):
-    try:
-        module = importlib.import_module(f"bot.bench.{_name}")
-    except ModuleNotFoundError as exc:  # a benchmark not written yet
-        if exc.name != f"bot.bench.{_name}":
-            raise
-        continue
-    module.register(bench_app)
+    importlib.import_module(f"bot.bench.{_name}").register(bench_app)

@@ -22,6 +22,12 @@ from pydantic import SecretStr
 
 from bot.assistant import Assistant
 from bot.bench.common import bench_world, emit, percentiles, progress
+from bot.bench.resources import (
+    DatabaseOps,
+    count_database_ops,
+    mean_document_bytes,
+    peak_rss_mb,
+)
 from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
@@ -30,6 +36,7 @@ from bot.incoming import Incoming, Sender
 from integrations.settings import load_settings
 from jobs.trigger import FormationTrigger
 from memory.clock import ManualClock
+from memory.constants import FACTS
 
 
 def _chat_or_task(system: str, user: str) -> Any:
@@ -63,7 +70,9 @@ class _TimedLLM:
             self.seconds += time.perf_counter() - started
 
 
-async def run_bot_bench(n: int, messages: int, *, data_dir: Path | None) -> dict[str, Any]:
+async def run_bot_bench(
+    n: int, messages: int, *, data_dir: Path | None, ops: DatabaseOps
+) -> dict[str, Any]:
     clock = ManualClock(datetime(2026, 6, 1, 9, tzinfo=UTC))
     async with FakeLLMServer(_chat_or_task) as server:
         settings = load_settings().model_copy(
@@ -108,21 +117,28 @@ async def run_bot_bench(n: int, messages: int, *, data_dir: Path | None) -> dict
                         addressed=True,
                     )
                     before = timed.seconds
+                    ops.counting = k >= 5
                     started = time.perf_counter()
                     turn = await assistant.handle(inc)
                     elapsed = time.perf_counter() - started
+                    ops.counting = False
                     assert turn.replies, "every addressed message is answered"
                     if k >= 5:  # the first few warm caches and connections
                         totals.append(elapsed * 1000)
                         overheads.append((elapsed - (timed.seconds - before)) * 1000)
                     bar.advance(task)
             wall = sum(totals) / 1000
+            database_ops = ops.per(len(totals))
+            ops.commands.clear()
             return {
                 "facts": n,
                 "messages": len(totals),
                 "per_second": round(len(totals) / wall, 2) if wall else 0.0,
-                "overhead_ms": percentiles(overheads, (50, 95)),
-                "total_ms": percentiles(totals, (50, 95)),
+                "overhead_ms": percentiles(overheads, (50, 95, 99)),
+                "total_ms": percentiles(totals, (50, 95, 99)),
+                "database_ops_per_message": database_ops,
+                "fact_document_bytes": await mean_document_bytes(s.mongo.db[FACTS]),
+                "peak_rss_mb": peak_rss_mb(),
             }
 
 
@@ -140,9 +156,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--json", help="Last stdout line: one JSON object.")
         ] = False,
     ) -> None:
-        """Reply-path throughput and overhead (model time excluded) at N facts."""
+        """Reply-path throughput and overhead (model time excluded) at N facts, with the
+        database commands per message and the process's peak memory."""
+        ops = count_database_ops()
         results = [
-            asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir))
+            asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir, ops=ops))
             for x in sizes.split(",")
             if x.strip()
         ]
@@ -154,7 +172,12 @@ def register(app: typer.Typer) -> None:
         }
         lines = [
             f"{r['facts']:>7} facts: {r['per_second']} msg/s, overhead p50 "
-            f"{r['overhead_ms']['p50']} ms, p95 {r['overhead_ms']['p95']} ms"
+            f"{r['overhead_ms']['p50']} ms, p95 {r['overhead_ms']['p95']} ms, "
+            f"p99 {r['overhead_ms']['p99']} ms; per message "
+            f"{r['database_ops_per_message']['reads']} database reads and "
+            f"{r['database_ops_per_message']['writes']} writes; "
+            f"{r['fact_document_bytes']:.0f} bytes per fact document; "
+            f"peak RSS {r['peak_rss_mb']} MB"
             for r in results
         ]
         emit(out, as_json=as_json, summary="reply path (model time excluded)\n" + "\n".join(lines))

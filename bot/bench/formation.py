@@ -35,6 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bot.bench.fake_llm_server import FakeLLMServer, estimate_tokens
+from bot.bench.resources import DatabaseOps, count_database_ops, peak_rss_mb
 from memory.llm import Usage
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Figures:
     facts: list[int] = field(default_factory=list)
     messages: int = 0
     skipped: int = 0
+    database_ops: DatabaseOps = field(default_factory=DatabaseOps)
 
     def summary(self) -> dict[str, Any]:
         total = sum(self.seconds)
@@ -95,6 +97,8 @@ class Figures:
                 "max": round(max(self.seconds, default=0.0), 4),
             },
             "skipped": self.skipped,
+            "database_ops_per_formation": self.database_ops.per(count),
+            "peak_rss_mb": peak_rss_mb(),
             "via": self.via,
             "backend": "embedded",
         }
@@ -208,7 +212,11 @@ async def run_bench(
     from memory.ids import new_id
     from memory.models import Message, Role, Thread
 
-    figures = Figures(via="jobs" if via_jobs else "service", messages=messages)
+    figures = Figures(
+        via="jobs" if via_jobs else "service",
+        messages=messages,
+        database_ops=count_database_ops(),  # before any client is made
+    )
     rng = random.Random(seed)
     async with FakeLLMServer() as server:
         settings = Settings(  # type: ignore[call-arg]
@@ -270,6 +278,7 @@ async def run_bench(
                     )
                 calls, tokens = formation_usage(services.llm.usage)
                 facts_before = await services.mongo.db["memory_facts"].count_documents({})
+                figures.database_ops.counting = True
                 started = time.perf_counter()
                 if jobs_path is not None:
                     formed = await jobs_path.form(thread.id)
@@ -277,6 +286,7 @@ async def run_bench(
                     report = await services.formation.form_thread(thread.id)
                     formed = report.skipped is None
                 figures.seconds.append(time.perf_counter() - started)
+                figures.database_ops.counting = False
                 calls_after, tokens_after = formation_usage(services.llm.usage)
                 figures.llm_calls.append(calls_after - calls)
                 figures.tokens.append(tokens_after - tokens)
@@ -339,4 +349,7 @@ def register(app: typer.Typer) -> None:
         table.add_row("tokens per formation (mean)", f"{summary['tokens_per_formation']['mean']}")
         table.add_row("facts per formation (mean)", f"{summary['facts_per_formation']['mean']}")
         table.add_row("skipped", str(summary["skipped"]))
+        ops = summary["database_ops_per_formation"]
+        table.add_row("database reads / writes per formation", f"{ops['reads']} / {ops['writes']}")
+        table.add_row("peak resident memory (MB)", f"{summary['peak_rss_mb']}")
         Console().print(table)

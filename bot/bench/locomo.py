@@ -60,6 +60,32 @@ def turns(sample: dict[str, Any], *, dated: bool) -> list[tuple[str, str]]:
     return out
 
 
+class NotLocomo(ValueError):
+    """The data file is not in LoCoMo's layout (the message says why)."""
+
+
+def load_samples(data: Path) -> list[dict[str, Any]]:
+    """The conversations of a LoCoMo file, or a clear error naming what is wrong with it."""
+    try:
+        samples = json.loads(data.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotLocomo(f"{data} is not a LoCoMo JSON file ({exc})") from None
+    if not isinstance(samples, list):
+        raise NotLocomo(f"{data} is not a LoCoMo file: expected a list of samples")
+    for i, sample in enumerate(samples):
+        ok = (
+            isinstance(sample, dict)
+            and "sample_id" in sample
+            and isinstance(sample.get("conversation"), dict)
+            and isinstance(sample.get("qa"), list)
+        )
+        if not ok:
+            raise NotLocomo(
+                f"{data} is not a LoCoMo file: sample {i} needs sample_id, conversation and qa"
+            )
+    return samples
+
+
 async def run_locomo(
     data: Path,
     conversations: list[int],
@@ -69,7 +95,7 @@ async def run_locomo(
     dated: bool,
     data_dir: Path | None,
 ) -> dict[str, Any]:
-    samples = json.loads(await asyncio.to_thread(data.read_text, encoding="utf-8"))
+    samples = await asyncio.to_thread(load_samples, data)
     chosen = [samples[i] for i in conversations if 0 <= i < len(samples)]
     if not chosen:
         raise typer.BadParameter(f"no conversations {conversations} in {data}")
@@ -185,11 +211,20 @@ def register(app: typer.Typer) -> None:
         config = FusionConfig(
             method=fusion, dense_weight=dense_weight, keyword_weight=max(0.0, 1.0 - dense_weight)
         )
-        result = asyncio.run(
-            run_locomo(
-                data, parse_range(conversations), ks, config, dated=not no_date, data_dir=data_dir
+        try:
+            result = asyncio.run(
+                run_locomo(
+                    data,
+                    parse_range(conversations),
+                    ks,
+                    config,
+                    dated=not no_date,
+                    data_dir=data_dir,
+                )
             )
-        )
+        except NotLocomo as exc:
+            stderr.print(f"alfred bench locomo: {exc}", soft_wrap=True, markup=False)
+            raise typer.Exit(2) from None
         lines = [
             f"LoCoMo evidence recall over {result['questions']} questions "
             f"({fusion.value}, dense {dense_weight:.2f})"

@@ -1,0 +1,77 @@
+"""What a benchmark run costs besides time: database operations and memory.
+
+Sizing a deployment (docs/scaling.md) needs the database load per message and the
+memory of a process, and both are cheaper to count here than to infer from a server's
+counters: PyMongo's command monitoring sees every command Alfred sends, whichever server
+answers (the embedded one, Atlas Local or Atlas).
+"""
+
+from __future__ import annotations
+
+import resource
+from collections import Counter
+from typing import Any
+
+import bson
+from pymongo import monitoring
+
+#: Commands that only read; the writes are listed too, and anything else (handshakes,
+#: ``ping``, ``endSessions``, ``listIndexes``) is counted as "other".
+READS = frozenset({"find", "aggregate", "count", "distinct", "getMore"})
+WRITES = frozenset({"insert", "update", "delete", "findAndModify", "bulkWrite"})
+
+
+class DatabaseOps(monitoring.CommandListener):
+    """Counts the commands every PyMongo client in this process sends while ``counting``.
+
+    Register it before the clients are made (:func:`pymongo.monitoring.register` only
+    reaches clients created after it), which suits a benchmark process.
+    """
+
+    def __init__(self) -> None:
+        self.counting = False
+        self.commands: Counter[str] = Counter()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.counting:
+            self.commands[event.command_name] += 1
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        """Only the start of a command is counted."""
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        """Only the start of a command is counted."""
+
+    def per(self, units: int) -> dict[str, Any]:
+        """Reads, writes and other commands per unit (a message, a formation)."""
+        reads = sum(n for name, n in self.commands.items() if name in READS)
+        writes = sum(n for name, n in self.commands.items() if name in WRITES)
+        other = sum(self.commands.values()) - reads - writes
+        scale = max(units, 1)
+        return {
+            "reads": round(reads / scale, 2),
+            "writes": round(writes / scale, 2),
+            "other": round(other / scale, 2),
+            "by_command": {
+                name: round(n / scale, 2) for name, n in sorted(self.commands.items())
+            },
+        }
+
+
+def count_database_ops() -> DatabaseOps:
+    """A registered :class:`DatabaseOps`, not counting yet."""
+    listener = DatabaseOps()
+    monitoring.register(listener)
+    return listener
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports kilobytes)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+async def mean_document_bytes(collection: Any, sample: int = 1000) -> float:
+    """The mean BSON size of up to ``sample`` documents: storage per document before
+    the server's compression and indexes."""
+    sizes = [len(bson.encode(doc)) async for doc in collection.find({}).limit(sample)]
+    return round(sum(sizes) / len(sizes), 1) if sizes else 0.0

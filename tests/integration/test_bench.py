@@ -1,0 +1,138 @@
+"""``alfred bench …`` runs end to end, at tiny sizes, and reports figures that add up.
+
+These tests check that each benchmark works and that its figures are consistent with
+what it did (never how fast anything was: speed is for people to read off a real run).
+Each runs as a real process, as an operator would start it, on embedded servers in a
+temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(tmp_path: Path, *args: str, expect: int = 0) -> tuple[dict[str, Any] | None, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "ALFRED_DATA_DIR": str(tmp_path / "data"),
+        "PYTHONPATH": str(ROOT),
+        "PTB_TIMEDELTA": "1",
+        "MEM0_TELEMETRY": "False",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "bench", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == expect, done.stdout + done.stderr
+    if expect != 0 or "--json" not in args:
+        return None, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_bench_bot(tmp_path: Path) -> None:
+    result, _ = bench(tmp_path, "bot", "--sizes", "60", "--messages", "4", "--json")
+    assert result is not None and result["messages"] == 4
+    figures = result["by_facts"]["60"]
+    assert figures["messages"] == 4 and figures["per_second"] > 0
+    for q in ("p50", "p95", "p99"):
+        assert 0 < figures["overhead_ms"][q] <= figures["total_ms"][q]
+    ops = figures["database_ops_per_message"]
+    # every message is journaled and the reply too: at least two inserts per message
+    assert ops["by_command"]["insert"] >= 2 and ops["writes"] >= 2
+    assert ops["reads"] >= 1
+    assert ops["reads"] + ops["writes"] + ops["other"] == sum(ops["by_command"].values())
+    assert figures["fact_document_bytes"] > 384 * 4  # a float32 vector alone is 1,536 bytes
+    assert figures["peak_rss_mb"] > 50
+
+
+def test_bench_formation_direct_and_through_the_jobs(tmp_path: Path) -> None:
+    for via in ("service", "jobs"):
+        args = ("formation", "-n", "3", "--messages", "12", "--json")
+        result, _ = bench(tmp_path, *args, *(["--via-jobs"] if via == "jobs" else []))
+        assert result is not None and result["via"] == via
+        assert result["formations"] == 3 and result["skipped"] == 0
+        assert result["messages_per_formation"] == 12
+        assert 1 <= result["llm_calls_per_formation"]["mean"] <= 3
+        assert result["llm_calls_per_formation"]["max"] <= 3  # the formation budget
+        assert result["tokens_per_formation"]["mean"] > 0
+        assert result["facts_per_formation"]["mean"] > 0
+        ops = result["database_ops_per_formation"]
+        assert ops["reads"] > 0 and ops["writes"] > 0
+        assert result["peak_rss_mb"] > 50
+
+
+def test_bench_retrieval(tmp_path: Path) -> None:
+    result, _ = bench(tmp_path, "retrieval", "--facts", "150", "--queries", "6", "--json")
+    assert result is not None
+    assert result["facts"] == 150 and result["queries"] == 6
+    assert result["backend"] == "application"
+    assert result["queries_with_results"] == 6
+    latency = result["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+
+
+def _locomo_file(path: Path) -> Path:
+    """A two-session conversation in the LoCoMo layout, with one question per fact."""
+    said = [
+        ("Ana", "I adopted a grey cat called Pixel last spring"),
+        ("Ben", "My brother works as a lighthouse keeper in Norway"),
+        ("Ana", "I am training for the Lisbon marathon in October"),
+        ("Ben", "We painted the kitchen yellow over the weekend"),
+    ]
+    sessions: dict[str, Any] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    for n, pair in ((1, said[:2]), (2, said[2:])):
+        sessions[f"session_{n}_date_time"] = f"1:00 pm on {n} May, 2023"
+        sessions[f"session_{n}"] = [
+            {"speaker": who, "text": text, "dia_id": f"D{n}:{i + 1}"}
+            for i, (who, text) in enumerate(pair)
+        ]
+    questions = [
+        ("What is the name of Ana's cat?", "D1:1"),
+        ("Where does Ben's brother work?", "D1:2"),
+        ("Which marathon is Ana training for?", "D2:1"),
+        ("What colour did they paint the kitchen?", "D2:2"),
+    ]
+    qa = [
+        {"question": q, "answer": "-", "evidence": [e], "category": 1} for q, e in questions
+    ]
+    qa.append({"question": "adversarial", "answer": "-", "evidence": ["D1:1"], "category": 5})
+    sample = {"sample_id": "tiny", "conversation": sessions, "qa": qa}
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    return path
+
+
+def test_bench_locomo(tmp_path: Path) -> None:
+    data = _locomo_file(tmp_path / "locomo.json")
+    result, _ = bench(
+        tmp_path, "locomo", "--data", str(data), "--conversations", "0", "--k", "1,4", "--json"
+    )
+    assert result is not None
+    assert result["questions"] == 4, "category 5 is not scored"
+    recall = {int(k): v for k, v in result["recall"].items()}
+    # four turns in all: with k = 4 every evidence turn is among the results
+    assert recall[4] == 1.0
+    # each question names its turn's own words: the first result is the right turn
+    assert recall[1] >= 0.75
+
+
+def test_bench_locomo_without_its_data_says_so(tmp_path: Path) -> None:
+    _, output = bench(tmp_path, "locomo", "--data", str(tmp_path / "missing.json"), expect=2)
+    assert "no data file" in output and "--data" in output
+    for name, text in (("bad.json", "{not json"), ("shape.json", '[{"qa": []}]')):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        _, output = bench(tmp_path, "locomo", "--data", str(tmp_path / name), expect=2)
+        assert "is not a LoCoMo" in output, output
