@@ -22,13 +22,13 @@ from pydantic import SecretStr
 
 from bot.assistant import Assistant
 from bot.bench.common import bench_world, emit, percentiles, progress
+from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
     mean_document_bytes,
     peak_rss_mb,
 )
-from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions

@@ -52,9 +52,7 @@ class DatabaseOps(monitoring.CommandListener):
             "reads": round(reads / scale, 2),
             "writes": round(writes / scale, 2),
             "other": round(other / scale, 2),
-            "by_command": {
-                name: round(n / scale, 2) for name, n in sorted(self.commands.items())
-            },
+            "by_command": {name: round(n / scale, 2) for name, n in sorted(self.commands.items())},
         }
 
 

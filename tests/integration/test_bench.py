@@ -106,9 +106,7 @@ def _locomo_file(path: Path) -> Path:
         ("Which marathon is Ana training for?", "D2:1"),
         ("What colour did they paint the kitchen?", "D2:2"),
     ]
-    qa = [
-        {"question": q, "answer": "-", "evidence": [e], "category": 1} for q, e in questions
-    ]
+    qa = [{"question": q, "answer": "-", "evidence": [e], "category": 1} for q, e in questions]
     qa.append({"question": "adversarial", "answer": "-", "evidence": ["D1:1"], "category": 5})
     sample = {"sample_id": "tiny", "conversation": sessions, "qa": qa}
     path.write_text(json.dumps([sample]), encoding="utf-8")
