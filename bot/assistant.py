@@ -112,6 +112,25 @@ class Assistant:
             mirror=services.mirror,
         )
 
+    # --- a group upgraded to a supergroup ---------------------------------------------
+
+    async def chat_migrated(self, old_chat_id: int, new_chat_id: int, title: str | None) -> int:
+        """Move the group's circle to the supergroup's id; returns the documents moved
+        (0 when it had moved already: Telegram announces the upgrade more than once)."""
+        from integrations.circle_migration import move_circle
+
+        move = await move_circle(self.s, old_chat_id, new_chat_id, title)
+        self._registered.clear()  # cached threads of the old chat id are gone
+        allowed = self.flags.allowed_circles
+        if allowed and move.old_id in allowed and move.new_id not in allowed:
+            log.warning(
+                "MEMORY_ALLOWED_CIRCLES lists %s, which is now supergroup %s: add the new id "
+                "to keep memory on there",
+                move.old_id,
+                move.new_id,
+            )
+        return sum(move.moved.values())
+
     # --- registration ---------------------------------------------------------------
 
     async def register(self, inc: Incoming) -> tuple[Thread, Viewer]:

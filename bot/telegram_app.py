@@ -19,6 +19,7 @@ from typing import Any
 
 from telegram import Chat, Message, MessageEntity, Update
 from telegram.constants import ChatMemberStatus, ChatType
+from telegram.error import ChatMigrated
 from telegram.ext import (
     AIORateLimiter,
     Application,
@@ -159,12 +160,39 @@ class AlfredHandlers:
         reply_to: int | None = None,
     ) -> None:
         for part in split_for_telegram(text):
-            await context.bot.send_message(
-                chat_id=chat_id,
-                text=part,
-                reply_to_message_id=reply_to,
-                allow_sending_without_reply=True,
-            )
+            try:
+                await context.bot.send_message(
+                    chat_id=chat_id,
+                    text=part,
+                    reply_to_message_id=reply_to,
+                    allow_sending_without_reply=True,
+                )
+            except ChatMigrated as exc:
+                # The group became a supergroup before its announcement reached us: move
+                # the circle now and say it there (message ids differ: no reply-to).
+                await self.assistant.chat_migrated(chat_id, exc.new_chat_id, None)
+                chat_id, reply_to = exc.new_chat_id, None
+                await context.bot.send_message(chat_id=chat_id, text=part)
+
+    async def migrated(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A group upgraded to a supergroup: the circle follows the new chat id. Telegram
+        sends this twice (in the old group, naming the new id, and in the supergroup,
+        naming the old one); the move is idempotent. A failure is spooled and retried."""
+        message, chat = update.effective_message, update.effective_chat
+        if message is None or chat is None:
+            return
+        if message.migrate_to_chat_id:
+            old, new = chat.id, message.migrate_to_chat_id
+        elif message.migrate_from_chat_id:
+            old, new = message.migrate_from_chat_id, chat.id
+        else:
+            return
+        try:
+            await self.assistant.chat_migrated(old, new, chat.title)
+        except Exception:
+            log.exception("moving circle %s to %s failed; spooled for retry", old, new)
+            if self.spool is not None:
+                self.spool.add(update)
 
     async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """First handler group: drop updates seen before."""
@@ -330,6 +358,7 @@ def build_application(
             filters.StatusUpdate.NEW_CHAT_MEMBERS | filters.StatusUpdate.LEFT_CHAT_MEMBER, h.members
         )
     )
+    application.add_handler(MessageHandler(filters.StatusUpdate.MIGRATE, h.migrated))
     application.add_handler(MessageHandler(filters.COMMAND, h.command))
     application.add_handler(
         MessageHandler(

@@ -3,7 +3,8 @@
 Retrieval costs latency and prompt space; a greeting or an "ok" gains nothing from it.
 Messages about people, preferences, dates, plans or memory itself trigger it; anything
 else longer than 50 characters does too, since longer messages are more likely to need
-context. The limit grows with the message: longer, multi-topic questions get more facts.
+context, and so does any question (a message ending in "?" longer than a "really?").
+The limit grows with the message: longer, multi-topic questions get more facts.
 """
 
 from __future__ import annotations
@@ -23,23 +24,31 @@ _SKIP = [
     ),
     re.compile(r"^/\w+"),
 ]
-_TRIGGERS = [
-    re.compile(
-        r"\b(who|what|when|where|how|which)\b.*\b(is|are|am|was|were|does|do|did|has|have)\b",
-        re.I,
-    ),
-    re.compile(
-        r"\b(my|our|your|partner'?s?|his|her|their)\s+(mom|mum|dad|mother|father|brother|"
-        r"sister|son|daughter|kids?|boss|friend|doctor|dentist|wife|husband|partner)",
-        re.I,
-    ),
-    re.compile(r"\b(like|love|hate|prefer|favou?rite|allergic|can'?t eat|don'?t eat)", re.I),
+#: Topics worth a search even in a message of a few words ("birthday?", "remember?").
+_SHORT_TRIGGERS = [
     re.compile(r"\b(remember|forgot|forget|told you|mentioned|said)\b", re.I),
     re.compile(
         r"\b(plan\w*|schedul\w*|book(ed|ing)?|reserv\w*|arrang\w*|trip|holiday|vacation)\b",
         re.I,
     ),
     re.compile(r"\b(birthday|anniversary|appointment|meeting|party|wedding)\b", re.I),
+]
+_TRIGGERS = [
+    re.compile(
+        r"\b(who|what|when|where|how|which)\b.*\b(is|are|am|was|were|does|do|did|has|have)\b",
+        re.I,
+    ),
+    # "where's …", "what's …": the contraction the pattern above cannot see
+    re.compile(r"\b(who|what|when|where|how)['’]s\b", re.I),
+    # a direct question, however short ("wifi password?"), is asking for something
+    re.compile(r"\?\s*$"),
+    re.compile(
+        r"\b(my|our|your|partner'?s?|his|her|their)\s+(mom|mum|dad|mother|father|brother|"
+        r"sister|son|daughter|kids?|boss|friend|doctor|dentist|wife|husband|partner)",
+        re.I,
+    ),
+    re.compile(r"\b(like|love|hate|prefer|favou?rite|allergic|can'?t eat|don'?t eat)", re.I),
+    *_SHORT_TRIGGERS,
 ]
 _MULTI_TOPIC = re.compile(r"\b(and|also|plus|as well)\b", re.I)
 
@@ -53,7 +62,7 @@ def _stripped(message: str) -> str:
 def should_retrieve(message: str) -> bool:
     """True when fact retrieval is likely to help answer ``message``."""
     text = _stripped(message)
-    if len(text) <= 10 and not any(p.search(text) for p in _TRIGGERS[3:]):
+    if len(text) <= 10 and not any(p.search(text) for p in _SHORT_TRIGGERS):
         return False
     if any(p.search(text) for p in _SKIP):
         return False

@@ -784,6 +784,8 @@ class FakeTelegram:
         self.allowed_updates: list[str] | None = None
         self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.chats: dict[int, JSON] = {}
+        #: Basic groups upgraded to supergroups: old id → new id (sends to the old fail).
+        self.migrated: dict[int, int] = {}
         self.users: dict[int, JSON] = {}
         self.members: dict[int, dict[int, JSON]] = {}
         self.messages: dict[tuple[int, int], JSON] = {}
@@ -1294,6 +1296,29 @@ class FakeTelegram:
         msg["new_chat_members"] = list(members)
         return {"message": msg}
 
+    def upgrade_to_supergroup(self, group: JSON, by: JSON) -> tuple[JSON, JSON, JSON]:
+        """Upgrade a basic group to a supergroup, as Telegram does: a new ``-100…`` id with
+        the same members; sends to the old id fail with ``migrate_to_chat_id`` from now on.
+        Returns the supergroup and the two service-message updates Telegram sends: in the
+        old group (``migrate_to_chat_id``) and in the supergroup (``migrate_from_chat_id``).
+        """
+        old_id = int(group["id"])
+        assert group["type"] == "group", "only basic groups are upgraded"
+        members = [
+            m["user"]
+            for uid, m in self.members.get(old_id, {}).items()
+            if uid != self.bot_id and m.get("status") in ("member", "administrator", "creator")
+        ]
+        supergroup = self.group_chat(title=str(group.get("title", "")), supergroup=True)
+        for member in members:
+            self._set_member(int(supergroup["id"]), member, "member")
+        in_old = self._message_base(group, by, None, None)
+        in_old["migrate_to_chat_id"] = supergroup["id"]
+        in_new = self._message_base(supergroup, by, None, None)
+        in_new["migrate_from_chat_id"] = old_id
+        self.migrated[old_id] = int(supergroup["id"])
+        return supergroup, {"message": in_old}, {"message": in_new}
+
     def left_chat_member(self, chat: JSON, from_user: JSON, member: JSON) -> JSON:
         """Service message: ``member`` left or was removed by ``from_user``."""
         msg = self._message_base(chat, from_user, None, None)
@@ -1584,6 +1609,12 @@ class FakeTelegram:
             key = int(chat_id)
         except (TypeError, ValueError):
             raise _bad_request("chat not found") from None
+        if key in self.migrated:
+            raise TelegramApiError(
+                400,
+                "Bad Request: group chat was upgraded to a supergroup chat",
+                {"migrate_to_chat_id": self.migrated[key]},
+            )
         found = self.chats.get(key)
         if found is None:
             raise _bad_request("chat not found")

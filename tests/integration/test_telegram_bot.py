@@ -841,3 +841,87 @@ async def test_migrations_beside_a_running_bot(
         assert all(d["_id"] != "migration-lock" for d in records), "the lock was let go"
     finally:
         await mongo.client.drop_database(database)
+
+
+# --------------------------------------------------------------------------------------
+# 9. A group upgraded to a supergroup keeps its memories, and nothing else moves
+# --------------------------------------------------------------------------------------
+
+
+async def _no_trace_of(bot: Bot, circle_id: str) -> None:
+    from memory.constants import CIRCLES, PARTITIONED_COLLECTIONS, PARTITIONS, THREADS
+
+    for name in (*PARTITIONED_COLLECTIONS, PARTITIONS):
+        assert await bot.db[name].count_documents({"circle_id": circle_id}) == 0, name
+    assert await bot.db[CIRCLES].find_one({"_id": circle_id}) is None
+    assert await bot.db[THREADS].find_one({"_id": circle_id}) is None
+
+
+async def test_an_upgraded_group_keeps_its_memories_in_the_supergroup(bot_env: Any) -> None:
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann, ben, cat = tg.user("Ann", username="ann"), tg.user("Ben"), tg.user("Cat")
+        family = tg.group_chat(title="Family", members=[ann, ben])
+        others = tg.group_chat(title="Book club", members=[cat, ben])
+        said = await bot.say(
+            tg.text_message(family, ann, "@alfred remember that our anniversary is on 12 June")
+        )
+        assert _texts(said) == [GOT_IT]
+        said = await bot.say(
+            tg.text_message(family, ann, "@alfred remember that I'm allergic to hazelnuts")
+        )
+        assert _texts(said) == [GOT_IT]
+        secret = "remember that the surprise gift for Ben is a red kayak"
+        assert _texts(await bot.say(tg.text_message(tg.private_chat(ann), ann, secret))) == [GOT_IT]
+        old_id = str(family["id"])
+        before = await bot.db["memory_facts"].count_documents({})
+
+        supergroup, in_old, in_new = tg.upgrade_to_supergroup(family, ann)
+        assert await bot.say(in_old) == [] and await bot.say(in_new) == []
+        await _no_trace_of(bot, old_id)
+        assert await bot.db["memory_facts"].count_documents({}) == before, "nothing lost"
+
+        asked = tg.text_message(supergroup, ben, "@alfred when is our anniversary?")
+        (answer,) = await bot.say(asked)
+        assert answer["chat_id"] == supergroup["id"] and "12 June" in answer["text"]
+        (answer,) = await bot.say(
+            tg.text_message(supergroup, ann, "@alfred what am I allergic to?")
+        )
+        assert "hazelnut" in answer["text"]
+        # what was private stays private; what was the family's stays the family's
+        probes = [
+            (supergroup, ben, "@alfred what gift is Ann getting me? anything about a kayak?"),
+            (others, cat, "@alfred when is the anniversary? any allergies?"),
+            (others, ben, "@alfred what gift is Ann getting me? anything about a kayak?"),
+        ]
+        for chat, who, text in probes:
+            for reply in await bot.say(tg.text_message(chat, who, text)):
+                assert "kayak" not in reply["text"].lower(), (chat["title"], reply["text"])
+                if chat is others:
+                    assert "12 June" not in reply["text"] and "hazelnut" not in reply["text"]
+        (mine,) = await bot.say(
+            tg.text_message(tg.private_chat(ann), ann, "what is the surprise gift for Ben?")
+        )
+        assert "kayak" in mine["text"]
+
+
+async def test_a_reply_refused_by_an_upgraded_group_moves_the_circle_and_goes_through(
+    bot_env: Any,
+) -> None:
+    """The upgrade's announcements never arrived; the first send to the old id is refused
+    with the new id: the circle moves then, and the reply is sent to the supergroup."""
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        family = tg.group_chat(title="Family", members=[ann])
+        said = await bot.say(
+            tg.text_message(family, ann, "@alfred remember that the wifi password is on the fridge")
+        )
+        assert _texts(said) == [GOT_IT]
+        supergroup, _, _ = tg.upgrade_to_supergroup(family, ann)
+        late = tg.text_message(family, ann, "@alfred where is the wifi password?")
+        (answer,) = await bot.say(late)
+        assert answer["chat_id"] == supergroup["id"] and "fridge" in answer["text"]
+        await _no_trace_of(bot, str(family["id"]))
+        (again,) = await bot.say(
+            tg.text_message(supergroup, ann, "@alfred where is the wifi password?")
+        )
+        assert "fridge" in again["text"]

@@ -45,6 +45,9 @@ def plain(length: int) -> str:
         # ten characters or fewer without a memory/plan/date word
         "I love it",  # a preference word, but too short to need facts
         "who is it?",
+        "really?",
+        "ok?",
+        "thanks?",
         "hey there",
         "",
         "   ",
@@ -89,6 +92,11 @@ def test_skipped(message: str) -> None:
         "you mentioned a restaurant",
         "do you remember the hotel name",
         "I told you about my knee",
+        # questions: contractions, and short ones with no trigger word at all
+        "where's the wifi password",
+        "what’s Ben's shoe size",
+        "wifi password?",
+        "the gate code?",
         # longer than 50 characters, no trigger needed
         plain(51),
         "The train was delayed by forty minutes again this morning",
