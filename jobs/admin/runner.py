@@ -239,13 +239,17 @@ class AdminClient:
                 if give_up_after is not None and waited > give_up_after:
                     raise WaitTimeout(job_id, give_up_after)
                 await asyncio.sleep(poll)
-        finally:
+        except BaseException:
+            # Given up (or interrupted): stop the runner; arq puts its job back.
             if runner is not None and not runner.done():
                 runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await runner
+            raise
         if runner is not None:
-            await runner  # finished: re-raise its error, if any
+            # The job's result is written before the runner has closed its worker: let it
+            # finish closing (a crash of the runner itself is re-raised here).
+            await runner
         info = await Job(job_id, self.queue.pool, _queue_name=self.name).result_info()
         if info is None:
             raise UnknownJob(job_id)

@@ -706,3 +706,22 @@ async def test_cli_no_wait_then_wait(env: Env, tmp_path: Path) -> None:
     result = json.loads(waited.stdout.strip().splitlines()[-1])
     assert result["job_id"] == job_id and result["ok"] and result["job"] == "stats"
     assert await env.client.state(job_id) is JobState.COMPLETE
+
+
+async def test_a_job_run_here_ends_cleanly_while_its_runner_is_still_closing(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result is in Redis before the runner has closed its arq worker: the client
+    must wait for that close, not cancel it and fail (as it once did under load)."""
+    from arq.worker import Worker
+
+    close = Worker.close
+
+    async def slow_close(self: Worker) -> None:
+        await asyncio.sleep(0.5)
+        await close(self)
+
+    monkeypatch.setattr(Worker, "close", slow_close)
+    job_id = await env.client.enqueue("stats")
+    outcome = await env.client.wait(job_id, give_up_after=30, poll=0.02)
+    assert outcome.success and outcome.ran_here
