@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from bot.incoming import Incoming, Outgoing, split_for_telegram
+from bot.turn_lookups import TurnLookups
 from integrations.container import Services
 from integrations.metrics import record_retrieval
 from memory.context import fact_block, owner_note
@@ -168,20 +169,26 @@ class Assistant:
             thread = await d.dm_thread(user.id, inc.chat_id, now)
         return thread, await d.viewer(user.id, thread)
 
-    async def names(self, viewer: Viewer) -> Callable[[str], str]:
+    async def names(
+        self, viewer: Viewer, lookups: TurnLookups | None = None
+    ) -> Callable[[str], str]:
+        lookups = lookups or TurnLookups(self.s.directory)
         ids = [viewer.user_id]
-        for circle_id in viewer.circle_ids:
-            circle = await self.s.directory.circle(circle_id)
+        for circle_id in sorted(viewer.circle_ids):
+            circle = await lookups.circle(circle_id)
             if circle:
                 ids += circle.member_ids
-        users = await self.s.directory.users(sorted(set(ids)))
+        users = await lookups.users(ids)
         return lambda uid: users[uid].name if uid in users else "someone"
 
-    async def people(self, thread: Thread, viewer: Viewer) -> list[Person]:
+    async def people(
+        self, thread: Thread, viewer: Viewer, lookups: TurnLookups | None = None
+    ) -> list[Person]:
+        lookups = lookups or TurnLookups(self.s.directory)
         if thread.circle_id:
-            members = await self.s.directory.members(thread.circle_id)
+            members = await lookups.members(thread.circle_id)
             return [Person(id=u.id, name=u.name) for u in members]
-        user = await self.s.directory.user(viewer.user_id)
+        user = (await lookups.users([viewer.user_id])).get(viewer.user_id)
         return [Person(id=viewer.user_id, name=user.name if user else viewer.user_id)]
 
     # --- the path -------------------------------------------------------------------------
@@ -415,11 +422,17 @@ class Assistant:
     # --- the chat model ------------------------------------------------------------------
 
     async def context_for(
-        self, viewer: Viewer, text: str, session_id: str | None, *, bypass_heuristic: bool = False
+        self,
+        viewer: Viewer,
+        text: str,
+        session_id: str | None,
+        *,
+        bypass_heuristic: bool = False,
+        lookups: TurnLookups | None = None,
     ) -> tuple[str, str, list[CitedMemory], bool, list[ScoredFact]]:
         """The memory that would enter the prompt: (always block, facts block, cited facts,
         whether retrieval ran, scored facts)."""
-        name_of = await self.names(viewer)
+        name_of = await self.names(viewer, lookups)
         flags = self.flags
         if not (flags.on_for(viewer) and flags.retrieval):
             return "", "", [], False, []
@@ -458,12 +471,15 @@ class Assistant:
         flags = self.flags
         memory_on = flags.on_for(viewer)
         question = await self.ops.question_for(viewer) if memory_on and flags.conflicts else None
-        always, block, cited, retrieved, _ = await self.context_for(viewer, inc.text, session_id)
+        lookups = TurnLookups(self.s.directory)
+        always, block, cited, retrieved, _ = await self.context_for(
+            viewer, inc.text, session_id, lookups=lookups
+        )
         ctx = ReplyContext(
             speaker_id=viewer.user_id,
             speaker_name=speaker.name,
             thread_kind=thread.kind,
-            people=await self.people(thread, viewer),
+            people=await self.people(thread, viewer, lookups),
             text=inc.text,
             now=self.s.clock.now(),
             always=always,
@@ -471,7 +487,7 @@ class Assistant:
             memories=cited,
             retrieved=retrieved,
         )
-        history = await self._history(thread, inc)
+        history = await self._history(thread, inc, lookups)
         from integrations.calendar import CalendarTools
 
         calendar = await CalendarTools.for_viewer(self.s, viewer)
@@ -487,7 +503,7 @@ class Assistant:
             query = str(call.arguments.get("query", ""))[:500]
             limit = int(call.arguments.get("limit", 8) or 8)
             found = await self.s.retriever.search(viewer, query, limit=max(1, min(limit, 15)))
-            name_of = await self.names(viewer)
+            name_of = await self.names(viewer, lookups)
             lines = [
                 f"- {f.fact.content}{owner_note(f.fact.partition.owner_user_id, viewer, name_of)}"
                 for f in found.facts
@@ -505,10 +521,12 @@ class Assistant:
             retrieved=retrieved,
         )
 
-    async def _history(self, thread: Thread, inc: Incoming) -> list[PromptMessage]:
+    async def _history(
+        self, thread: Thread, inc: Incoming, lookups: TurnLookups
+    ) -> list[PromptMessage]:
         recent = await self.s.journal.recent(thread.id, limit=HISTORY_TURNS + 1)
         current = f"{inc.chat_id}:{inc.message_id}"
-        users = await self.s.directory.users(sorted({m.user_id for m in recent if m.user_id}))
+        users = await lookups.users(m.user_id for m in recent if m.user_id)
         history = []
         for m in recent:
             if m.id == current:
