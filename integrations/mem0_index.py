@@ -44,7 +44,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -321,19 +321,33 @@ class Mem0CloudIndex:
             raise _translate(failures[0], "delete") from failures[0]
 
     async def search(self, partition_key: str, query: str, k: int) -> list[tuple[str, float]]:
-        if k <= 0 or not query.strip():
-            return []
-        options: dict[str, Any] = {"filters": {"user_id": partition_key}, "top_k": k}
-        if self.search_threshold is not None:
-            options["threshold"] = self.search_threshold
-        try:
-            response = await self._client.search(query, **options)
-        except Exception as exc:
-            raise _translate(exc, "search") from exc
-        return _hits(response)
+        return await _scoped_search(
+            self._client.search, partition_key, query, k, self.search_threshold
+        )
 
     async def aclose(self) -> None:
         await self._client.async_client.aclose()
+
+
+async def _scoped_search(
+    search: Callable[..., Awaitable[Any]],
+    partition_key: str,
+    query: str,
+    k: int,
+    threshold: float | None,
+) -> list[tuple[str, float]]:
+    """One partition's mem0 search, the same for the Platform and OSS clients: scoped by
+    ``user_id`` = the partition key, errors translated to Alfred's."""
+    if k <= 0 or not query.strip():
+        return []
+    options: dict[str, Any] = {"filters": {"user_id": partition_key}, "top_k": k}
+    if threshold is not None:
+        options["threshold"] = threshold
+    try:
+        response = await search(query, **options)
+    except Exception as exc:
+        raise _translate(exc, "search") from exc
+    return _hits(response)
 
 
 # --- the OSS index --------------------------------------------------------------------
@@ -514,16 +528,9 @@ class Mem0OssIndex:
             connection.commit()
 
     async def search(self, partition_key: str, query: str, k: int) -> list[tuple[str, float]]:
-        if k <= 0 or not query.strip():
-            return []
-        options: dict[str, Any] = {"filters": {"user_id": partition_key}, "top_k": k}
-        if self.search_threshold is not None:
-            options["threshold"] = self.search_threshold
-        try:
-            response = await self._memory.search(query, **options)
-        except Exception as exc:
-            raise _translate(exc, "search") from exc
-        return _hits(response)
+        return await _scoped_search(
+            self._memory.search, partition_key, query, k, self.search_threshold
+        )
 
     async def aclose(self) -> None:
         def close() -> None:

@@ -53,11 +53,13 @@ def bag_of_words(text: str, dimensions: int) -> list[float]:
 # --- formation answers ----------------------------------------------------------------
 
 
-def _lines(user: str) -> list[dict[str, str]]:
+def prompt_lines(user: str) -> list[dict[str, str]]:
+    """The journal lines of a formation prompt (``[id] (role, weight w) who: text``)."""
     return [m.groupdict() for raw in user.splitlines() if (m := _LINE.match(raw.strip()))]
 
 
-def _people(user: str) -> dict[str, str]:
+def prompt_people(user: str) -> dict[str, str]:
+    """Name → id from the prompt's ``People:`` line."""
     for raw in user.splitlines():
         if raw.startswith("People:"):
             return {m["name"].strip(): m["id"] for m in _PERSON.finditer(raw[7:])}
@@ -66,9 +68,9 @@ def _people(user: str) -> dict[str, str]:
 
 def _facts(user: str) -> dict[str, Any]:
     """Up to three facts: user statements of four words or more (no questions)."""
-    people = _people(user)
+    people = prompt_people(user)
     facts = []
-    for line in _lines(user):
+    for line in prompt_lines(user):
         text = line["text"].strip()
         if line["role"] != "user" or len(text.split()) < 4 or text.endswith("?"):
             continue
@@ -102,7 +104,7 @@ def _decisions(user: str) -> dict[str, Any]:
 
 
 def _reflections(user: str) -> dict[str, Any]:
-    lines = [x for x in _lines(user) if x["role"] == "user"]
+    lines = [x for x in prompt_lines(user) if x["role"] == "user"]
     if not lines:
         return {"reflections": []}
     topics = sorted({w for x in lines for w in x["text"].split() if w.istitle()})[:6]
@@ -110,7 +112,9 @@ def _reflections(user: str) -> dict[str, Any]:
     return {"reflections": [{"scope": "session", "content": f"This conversation covers {about}."}]}
 
 
-def _consolidated(user: str) -> dict[str, Any]:
+def consolidated_answer(user: str) -> dict[str, Any]:
+    """The consolidation task's answer: the current note and the new reflections, cut to
+    the word limit."""
     limit = re.search(r"Word limit: (\d+)", user)
     current = re.search(r"<current_note>\n(.*?)\n</current_note>", user, re.S)
     new = re.search(r"<new_reflections>\n(.*?)\n</new_reflections>", user, re.S)
@@ -127,7 +131,7 @@ _FORMATION_RULES: dict[str, Callable[[str], dict[str, Any]]] = {
     '{"facts"': _facts,
     '{"decisions"': _decisions,
     '{"reflections"': _reflections,
-    '{"content"': _consolidated,
+    '{"content"': consolidated_answer,
 }
 
 

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from bot.bench.fake_llm_server import consolidated_answer, prompt_lines, prompt_people
+
 CHAT = "chat/completions"
 EMBEDDINGS = "embeddings"
 MODELS = "models"
@@ -307,28 +309,12 @@ def models_handler(names: list[str]) -> Handler:
     return handle
 
 
-_LINE = re.compile(
-    r"^\[(?P<id>[^\]]+)\] \((?P<role>\w+), weight [\d.]+\) (?P<who>[^:]+): (?P<text>.*)$"
-)
-_PERSON = re.compile(r"(?P<name>[^,()]+?) \(id (?P<id>[^)]+)\)")
-
-
 def _conversation(request: RecordedRequest) -> list[dict[str, str]]:
-    """The journal lines of a formation prompt (``[id] (role, weight w) who: text``)."""
-    lines = []
-    for raw in request.last_user_text.splitlines():
-        match = _LINE.match(raw.strip())
-        if match:
-            lines.append(match.groupdict())
-    return lines
+    return prompt_lines(request.last_user_text)
 
 
 def _people(request: RecordedRequest) -> dict[str, str]:
-    for raw in request.last_user_text.splitlines():
-        if raw.startswith("People:"):
-            listed = raw.removeprefix("People:")
-            return {m["name"].strip(): m["id"] for m in _PERSON.finditer(listed)}
-    return {}
+    return prompt_people(request.last_user_text)
 
 
 def _facts(request: RecordedRequest) -> dict[str, Any]:
@@ -361,17 +347,7 @@ def _decisions(request: RecordedRequest) -> dict[str, Any]:
 
 
 def _consolidated(request: RecordedRequest) -> dict[str, Any]:
-    text = request.last_user_text
-    limit = re.search(r"Word limit: (\d+)", text)
-    current = re.search(r"<current_note>\n(.*?)\n</current_note>", text, re.S)
-    new = re.search(r"<new_reflections>\n(.*?)\n</new_reflections>", text, re.S)
-    parts = []
-    if current and current.group(1).strip() != "(empty)":
-        parts.append(current.group(1).strip())
-    if new:
-        parts += [r.removeprefix("- ").strip() for r in new.group(1).splitlines() if r.strip()]
-    words = " ".join(parts).split()[: int(limit.group(1)) if limit else 200]
-    return {"content": " ".join(words) or "Nothing to remember yet."}
+    return consolidated_answer(request.last_user_text)
 
 
 #: Default answers for JSON tasks, keyed by a marker found in the system prompt.
