@@ -925,3 +925,36 @@ async def test_a_reply_refused_by_an_upgraded_group_moves_the_circle_and_goes_th
             tg.text_message(supergroup, ann, "@alfred where is the wifi password?")
         )
         assert "fridge" in again["text"]
+
+
+async def test_a_failed_move_still_delivers_the_reply_and_the_announcement_retries_it(
+    bot_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import integrations.circle_migration as circle_migration
+
+    move = circle_migration.move_circle_documents
+
+    async def database_down(*args: Any, **kwargs: Any) -> Any:
+        raise ServerSelectionTimeoutError("database unreachable")
+
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        family = tg.group_chat(title="Family", members=[ann])
+        said = await bot.say(
+            tg.text_message(family, ann, "@alfred remember that the spare key is under the mat")
+        )
+        assert _texts(said) == [GOT_IT]
+        supergroup, _, in_new = tg.upgrade_to_supergroup(family, ann)
+        monkeypatch.setattr(circle_migration, "move_circle_documents", database_down)
+        late = tg.text_message(family, ann, "@alfred where is the spare key?")
+        (answer,) = await bot.say(late)
+        assert answer["chat_id"] == supergroup["id"] and "under the mat" in answer["text"]
+        assert await bot.db["circles"].find_one({"_id": str(family["id"])}) is not None
+
+        monkeypatch.setattr(circle_migration, "move_circle_documents", move)
+        assert await bot.say(in_new) == []
+        await _no_trace_of(bot, str(family["id"]))
+        (again,) = await bot.say(
+            tg.text_message(supergroup, ann, "@alfred where is the spare key?")
+        )
+        assert "under the mat" in again["text"]
