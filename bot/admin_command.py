@@ -47,7 +47,10 @@ if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred
 
 admin_app = typer.Typer(
     name="admin",
-    help="Operator jobs on the queue: consolidate, re-embed, purge or export a user, stats.",
+    help=(
+        "Operator jobs on the queue: consolidate, re-embed, purge or export a user, stats, "
+        "reconcile mem0."
+    ),
     no_args_is_help=True,
 )
 err = Console(stderr=True, soft_wrap=True)
