@@ -3,7 +3,7 @@
 Retrieval costs latency and prompt space; a greeting or an "ok" gains nothing from it.
 Messages about people, preferences, dates, plans or memory itself trigger it; anything
 else longer than 50 characters does too, since longer messages are more likely to need
-context, and so does any question (a message ending in "?" longer than a "really?").
+context, and so does a question that names something ("gate code?", not "really?").
 The limit grows with the message: longer, multi-topic questions get more facts.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from memory.constants import RETRIEVAL_MAX_LIMIT, RETRIEVAL_MIN_LIMIT
+from memory.search.text import tokenize
 
 _SKIP = [
     re.compile(
@@ -59,10 +60,20 @@ def _stripped(message: str) -> str:
     return text.strip()
 
 
+def _short_question(text: str) -> bool:
+    """A question of a few words that names something ("gate code?"), unlike "really?"
+    or "who is it?" (one word, or nothing but function words)."""
+    return text.endswith("?") and len(text.split()) >= 2 and bool(tokenize(text))
+
+
 def should_retrieve(message: str) -> bool:
     """True when fact retrieval is likely to help answer ``message``."""
     text = _stripped(message)
-    if len(text) <= 10 and not any(p.search(text) for p in _SHORT_TRIGGERS):
+    if (
+        len(text) <= 10
+        and not any(p.search(text) for p in _SHORT_TRIGGERS)
+        and not _short_question(text)
+    ):
         return False
     if any(p.search(text) for p in _SKIP):
         return False

@@ -12,7 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from memory.prompts.reply import ReplyContext
+from memory.prompts.reply import CitedMemory, ReplyContext
+from memory.search.text import tokenize
+
+#: Words that address Alfred rather than ask about anything.
+_ADDRESSING: Final = frozenset(tokenize("alfred remind tell know remember idea forgot"))
 
 OFFLINE_NOTICE: Final = (
     "I'm running offline, without a language model, so I can't hold a real conversation "
@@ -34,18 +38,35 @@ _QUESTION = re.compile(
     r"\?\s*$|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(who|what|when|where|which|why|how|is|are|do|does|did|can|could|should|will|would|have|has)\b",
     re.I,
 )
+#: Requests for something remembered that need no question mark ("remind me, …").
+_ASKING = re.compile(
+    r"\b(remind me|tell me|do you (know|remember)|any idea|i forgot|i can'?t remember)\b", re.I
+)
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
 )
 
 
 def _is_question(text: str) -> bool:
-    return _QUESTION.search(text.strip()) is not None
+    text = text.strip()
+    return _QUESTION.search(text) is not None or _ASKING.search(text) is not None
+
+
+def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
+    """The memories sharing a keyword with the question, when any do; otherwise all
+    that retrieval found (a match by meaning alone is still a match). Without a model
+    to read them, citing the memory about the wifi to a question about the gate code
+    would be noise."""
+    asked = set(tokenize(ctx.text)) - _ADDRESSING
+    if not asked:
+        return list(ctx.memories)
+    matching = [m for m in ctx.memories if asked & set(tokenize(m.content))]
+    return matching or list(ctx.memories)
 
 
 def _cite(ctx: ReplyContext) -> str:
     lines = []
-    for memory in ctx.memories[:MAX_CITED]:
+    for memory in _on_topic(ctx)[:MAX_CITED]:
         source = f" ({memory.from_name} told me)" if memory.from_name else ""
         lines.append(f"- {memory.content}{source}")
     return "\n".join(lines)

@@ -150,6 +150,59 @@ def test_compose_reply_falls_back_to_the_notice(fallback: Any) -> None:
     assert compose_reply(fallback) == OFFLINE_NOTICE
 
 
+# --- the reply composer ------------------------------------------------------------------
+
+
+def _reply_to(text: str, *memories: str) -> str:
+    from integrations.offline_llm.reply import compose_for
+    from memory.prompts.reply import CitedMemory, ReplyContext
+
+    ctx = ReplyContext(
+        speaker_id=ALICE.id,
+        speaker_name=ALICE.name,
+        thread_kind=ThreadKind.GROUP,
+        text=text,
+        now=NOW,
+        memories=[CitedMemory(content=m, category=Category.FACT) for m in memories],
+        retrieved=True,
+    )
+    return compose_for(ctx)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@alfred remind me, what's the code for the gate",
+        "Alfred do you remember the code for the gate",
+        "tell me the gate code",
+        "where's the gate code",
+        "gate code?",
+    ],
+)
+def test_requests_without_a_question_mark_are_answered_from_memory(text: str) -> None:
+    reply = _reply_to(text, "the gate code is 4512")
+    assert reply.startswith("From what I remember:") and "4512" in reply
+
+
+def test_only_memories_on_the_question_s_topic_are_cited_when_some_are() -> None:
+    reply = _reply_to(
+        "@alfred what is the gate code?",
+        "the wifi password is on the fridge",
+        "the gate code is 4512",
+        "Ann's birthday is on 3 May",
+    )
+    assert "4512" in reply and "wifi" not in reply and "birthday" not in reply
+    # no memory shares a word with the question: what retrieval found is cited as it is
+    reply = _reply_to("@alfred where do we keep it?", "the spare key is under the mat")
+    assert "under the mat" in reply
+
+
+def test_a_statement_is_noted_not_answered() -> None:
+    assert _reply_to("@alfred the gate code changed yesterday", "the gate code is 4512") == (
+        "Noted — I'll keep it in mind."
+    )
+
+
 # --- extract_facts: statement families ------------------------------------------------------
 
 F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT

@@ -48,6 +48,8 @@ def plain(length: int) -> str:
         "really?",
         "ok?",
         "thanks?",
+        "why not?",
+        "is it?",
         "hey there",
         "",
         "   ",
@@ -97,6 +99,8 @@ def test_skipped(message: str) -> None:
         "what’s Ben's shoe size",
         "wifi password?",
         "the gate code?",
+        "gate code?",
+        "Sam's bday?",
         # longer than 50 characters, no trigger needed
         plain(51),
         "The train was delayed by forty minutes again this morning",
