@@ -23,6 +23,7 @@ from bot.incoming import Incoming, Outgoing, split_for_telegram
 from bot.turn_lookups import TurnLookups
 from integrations.container import Services
 from integrations.metrics import record_retrieval
+from integrations.mongo.directory import SessionTick
 from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
@@ -36,6 +37,7 @@ from memory.intents import (
     RememberIntent,
     detect_ambiguous_reference,
     detect_intent,
+    strip_addressing,
 )
 from memory.llm import PromptMessage, ToolCall
 from memory.models import (
@@ -211,7 +213,8 @@ class Assistant:
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
-        session_id, new = await self._journal(inc, thread, viewer, stored_text, Role.USER)
+        tick, new = await self._journal(inc, thread, viewer, stored_text, Role.USER)
+        session_id = tick.session_id
         if not new:  # a redelivered update: already journaled, already answered
             return Turn([], addressed=False)
         if inc.kind == "edited":  # an edit is learned from, not answered a second time
@@ -221,7 +224,10 @@ class Assistant:
         if not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
-        turn = await self._respond(inc, thread, viewer, speaker, intent, session_id)
+        erase_pending = viewer.user_id in tick.erase_pending_for
+        turn = await self._respond(
+            inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
+        )
         if thread.kind is ThreadKind.DM and self.flags.calendar:
             from integrations.calendar import take_revoked_notice
 
@@ -239,7 +245,7 @@ class Assistant:
 
     async def _journal(
         self, inc: Incoming, thread: Thread, viewer: Viewer, text: str, role: Role
-    ) -> tuple[str, bool]:
+    ) -> tuple[SessionTick, bool]:
         now = self.s.clock.now()
         tick = await self.s.directory.touch(thread.id, now, tokens=max(1, len(text) // 4))
         suffix = f":edit:{inc.update_id}" if inc.kind == "edited" else ""
@@ -254,7 +260,7 @@ class Assistant:
             session_id=tick.session_id,
             created_at=now,
         )
-        return tick.session_id, await self.s.journal.append(message)
+        return tick, await self.s.journal.append(message)
 
     async def _journal_reply(self, thread: Thread, viewer: Viewer, out: Outgoing) -> None:
         """Alfred's own words are journaled too (weighted 0.2 in formation), in the partition
@@ -290,6 +296,8 @@ class Assistant:
         speaker: Person,
         intent: object,
         session_id: str,
+        *,
+        erase_pending: bool = True,
     ) -> Turn:
         def say(text: str, **meta: object) -> Turn:
             return Turn(
@@ -299,8 +307,12 @@ class Assistant:
                 ]
             )
 
-        pending_erase = await self.s.directory.pop_pending_erase(thread.id, viewer.user_id)
-        if pending_erase is not None and ERASE_CONFIRMED.match(inc.text):
+        pending_erase = (
+            await self.s.directory.pop_pending_erase(thread.id, viewer.user_id)
+            if erase_pending
+            else None
+        )
+        if pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
             return say(await self._erase(viewer, str(pending_erase.get("target", "me"))))
 
         flags = self.flags

@@ -56,10 +56,19 @@ def user_from_doc(doc: Document) -> User:
 class SessionTick:
     """What touching a thread tells the caller about its session and formation counters."""
 
-    def __init__(self, session_id: str, new_session: bool, previous_session_id: str | None):
+    def __init__(
+        self,
+        session_id: str,
+        new_session: bool,
+        previous_session_id: str | None,
+        erase_pending_for: frozenset[str] = frozenset(),
+    ):
         self.session_id = session_id
         self.new_session = new_session
         self.previous_session_id = previous_session_id
+        #: Users who were asked to confirm "forget everything" here: only their next
+        #: message needs the confirmation check (a write), everyone else's is spared it.
+        self.erase_pending_for = erase_pending_for
 
 
 class MongoDirectory:
@@ -198,8 +207,11 @@ class MongoDirectory:
 
     async def touch(self, thread_id: str, at: datetime, tokens: int) -> SessionTick:
         """Record activity: a new session after 10 idle minutes; count toward formation."""
-        doc = await self._threads.find_one({"_id": thread_id}, {"session_id": 1, "last_at": 1})
+        doc = await self._threads.find_one(
+            {"_id": thread_id}, {"session_id": 1, "last_at": 1, "pending_erase": 1}
+        )
         previous = doc.get("session_id") if doc else None
+        erase_pending = frozenset((doc or {}).get("pending_erase") or {})
         last_at = doc.get("last_at") if doc else None
         cold = timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
         new_session = previous is None or last_at is None or at - last_at >= cold
@@ -209,7 +221,9 @@ class MongoDirectory:
             "$inc": {"pending_messages": 1, "pending_tokens": tokens},
         }
         await self._threads.update_one({"_id": thread_id}, update)
-        return SessionTick(session_id, new_session, str(previous) if previous else None)
+        return SessionTick(
+            session_id, new_session, str(previous) if previous else None, erase_pending
+        )
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
         """Messages and tokens journaled since the last formation request."""

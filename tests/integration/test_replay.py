@@ -131,3 +131,44 @@ def test_cli_runs_a_script(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     objects = [json.loads(line) for line in result.stdout.splitlines()]
     assert [next(iter(o)) for o in objects] == ["reply", "reply", "probe", "probe"]
+
+
+async def test_forget_everything_needs_the_confirmation_and_only_the_next_message(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "Forget everything about me" asks first; the very next message of that person
+    either confirms it or cancels it; someone else speaking in between changes nothing."""
+    from bot.assistant import CONFIRM_ERASE, CONFIRM_ERASE_US
+
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            say("alice", "dm:alice", "remember that I love jazz"),
+            say("alice", "group:fam", "@alfred remember that we water the plants on Sundays"),
+            say("alice", "dm:alice", "forget everything about me"),
+            say("alice", "dm:alice", "what's the weather like?"),  # not a yes: cancelled
+            probe("alice", "dm:alice", "what music do I love?"),
+            say("alice", "dm:alice", "forget everything about me"),
+            say("bob", "dm:bob", "yes, erase everything"),  # Bob was never asked
+            probe("alice", "dm:alice", "what music do I love?"),
+            say("alice", "dm:alice", "yes, erase everything"),
+            probe("alice", "dm:alice", "what music do I love?"),
+            say("bob", "group:fam", "@alfred forget everything about us"),
+            say("bob", "group:fam", "@alfred yes, erase everything"),
+            probe("bob", "group:fam", "when do we water the plants?"),
+        ],
+        tmp_path,
+    )
+    texts = [(r["to"], r["text"]) for r in replies(out)]
+    assert texts[2] == ("alice", CONFIRM_ERASE)
+    assert "erased" not in texts[3][1]
+    assert texts[4] == ("alice", CONFIRM_ERASE)
+    assert texts[5][0] == "bob" and "erased" not in texts[5][1]
+    assert texts[6][0] == "alice" and texts[6][1].startswith("Done — I've erased everything")
+    assert texts[7] == ("bob", CONFIRM_ERASE_US)
+    assert texts[8][0] == "bob" and "erased" in texts[8][1]
+    seen = [[m["content"] for m in p["memories"]] for p in probes(out)]
+    assert any("jazz" in c for c in seen[0]), "a cancelled erase erases nothing"
+    assert any("jazz" in c for c in seen[1]), "Bob's yes is not Alice's"
+    assert seen[2] == [] and seen[3] == []
