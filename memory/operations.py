@@ -18,7 +18,7 @@ import numpy as np
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
-from memory.intents import detect_correction
+from memory.intents import detect_correction, strip_addressing
 from memory.llm import LLM, LLMOutputError
 from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
 from memory.ports import Clock, Embedder
@@ -336,6 +336,7 @@ class MemoryOperations:
         item = await self.notes.asked_clarification(viewer)
         if item is None:
             return None
+        text = strip_addressing(text)  # in a group the answer comes as "@alfred yes"
         now = self.clock.now()
         if (
             _NO.match(text)

@@ -519,10 +519,12 @@ async def test_forget_everything_erases_the_user_and_nobody_else(world: World) -
 # --- clarifications ------------------------------------------------------------------------
 
 
-async def _contradiction(w: World) -> tuple[Fact, Fact, Clarification]:
-    """What formation leaves after a contradiction in Alice's DM: the old fact invalidated,
-    the new one stored, a question pending."""
-    dm = Partition.dm(ALICE.id)
+async def _contradiction(
+    w: World, where: Partition | None = None
+) -> tuple[Fact, Fact, Clarification]:
+    """What formation leaves after a contradiction in Alice's DM (or ``where``): the old
+    fact invalidated, the new one stored, a question pending."""
+    dm = where or Partition.dm(ALICE.id)
     old, _ = await w.writer.add("Alice is vegetarian", dm, importance=8)
     await w.facts.invalidate(old.id, at=NOW, reason="contradicted")
     new, _ = await w.writer.add("Alice eats fish", dm)
@@ -580,6 +582,18 @@ async def test_yes_keeps_the_new_fact(world: World) -> None:
     stale = await w.facts.get(old.id)
     assert stale is not None and stale.invalid_at == NOW
     assert await w.ops.answer(alice_dm, "yes") is None, "resolved questions are not answered twice"
+
+
+async def test_in_the_group_the_answer_may_mention_alfred(world: World) -> None:
+    """In a group an answer reaches Alfred as "@alfred no, …" (or "Alfred, yes"): the
+    address is not part of the answer."""
+    w = world
+    await _contradiction(w, Partition.member(CIRCLE, ALICE.id))
+    alice_group = await w.viewer(ALICE, w.group)
+    assert await w.ops.question_for(alice_group) is not None
+    result = await w.ops.answer(alice_group, "@alfred no, I'm still vegetarian")
+    assert result is not None and result.text.startswith("Thanks — I'll keep remembering")
+    assert await w.current(Partition.member(CIRCLE, ALICE.id)) == ["Alice is vegetarian"]
 
 
 async def test_no_restores_the_old_fact(world: World) -> None:
