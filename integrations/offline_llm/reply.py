@@ -32,6 +32,7 @@ GREETING: Final = (
     'things ("remember that …"), correct or forget them, and tell you what I remember.'
 )
 NOTED: Final = "Noted — I'll keep it in mind."
+WELCOME: Final = "You're welcome!"
 MAX_CITED: Final = 3
 
 _QUESTION = re.compile(
@@ -41,6 +42,11 @@ _QUESTION = re.compile(
 #: Requests for something remembered that need no question mark ("remind me, …").
 _ASKING = re.compile(
     r"\b(remind me|tell me|do you (know|remember)|any idea|i forgot|i can'?t remember)\b", re.I
+)
+_THANKS = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(thanks|thank you|thx|ty|cheers|much appreciated)"
+    r"\b[\s\w,!.]*$",
+    re.I,
 )
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
@@ -77,6 +83,8 @@ def compose_for(ctx: ReplyContext) -> str:
     text = ctx.text.strip()
     if _GREETING.match(text) and len(text) < 40:
         return GREETING
+    if _THANKS.match(text) and len(text) < 60:
+        return WELCOME
     if _is_question(text):
         if ctx.memories:
             return "From what I remember:\n" + _cite(ctx)

@@ -197,6 +197,11 @@ def test_only_memories_on_the_question_s_topic_are_cited_when_some_are() -> None
     assert "under the mat" in reply
 
 
+@pytest.mark.parametrize("text", ["@alfred thanks!", "Thank you, Alfred", "cheers alfred"])
+def test_thanks_are_acknowledged_as_thanks(text: str) -> None:
+    assert _reply_to(text, "the gate code is 4512") == "You're welcome!"
+
+
 def test_a_statement_is_noted_not_answered() -> None:
     assert _reply_to("@alfred the gate code changed yesterday", "the gate code is 4512") == (
         "Noted — I'll keep it in mind."
