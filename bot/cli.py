@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -92,12 +92,23 @@ def doctor(
 @app.command()
 def migrate(
     show_status: Annotated[
-        bool, typer.Option("--status", help="List migrations and whether each is applied.")
+        bool,
+        typer.Option(
+            "--status", help="List migrations, whether each is applied, and the search indexes."
+        ),
     ] = False,
     to: Annotated[
         int | None,
         typer.Option("--to", help="Apply migrations up to this version only (never downgrades)."),
     ] = None,
+    legacy_import: Annotated[
+        bool,
+        typer.Option(
+            "--legacy-import",
+            help="Import the previous memory system now (again after mapping skipped users; "
+            "what was imported before is not duplicated).",
+        ),
+    ] = False,
     legacy_dry_run: Annotated[
         bool,
         typer.Option(
@@ -115,10 +126,33 @@ def migrate(
     legacy_agent: Annotated[
         str | None, typer.Option("--legacy-agent", help="Only import this legacy agent's data.")
     ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            min=0,
+            help="Seconds to wait for another run holding the migration lock.",
+        ),
+    ] = 120.0,
 ) -> None:
-    """Apply the versioned database migrations (idempotent, safe while bots run)."""
+    """Apply the versioned database migrations and reconcile the Atlas search indexes
+    (idempotent, safe while bots run); or import the previous memory system."""
     from integrations.logging_setup import configure_logging
 
+    given = {
+        "--status": show_status,
+        "--to": to is not None,
+        "--legacy-import": legacy_import,
+        "--legacy-dry-run": legacy_dry_run,
+    }
+    # --legacy-dry-run is the dry run of --legacy-import: together they are one mode.
+    modes = [name for name, on in given.items() if on and name != "--legacy-import"]
+    if legacy_import and not legacy_dry_run:
+        modes.append("--legacy-import")
+    if len(modes) > 1:
+        _usage_error(f"{' and '.join(modes)} cannot be used together")
+    if show_status and (legacy_user_map is not None or legacy_agent is not None):
+        _usage_error("--status cannot be used with --legacy-user-map or --legacy-agent")
     settings = _settings()
     configure_logging(settings.log_level)
     user_map = None
@@ -130,10 +164,18 @@ def migrate(
         except (OSError, ValueError) as exc:
             err.print(f"alfred: cannot read {legacy_user_map}: {exc}", markup=False)
             raise typer.Exit(2) from None
-    if legacy_dry_run:
+    if legacy_import or legacy_dry_run:
         from integrations.legacy_import import run_legacy_import
 
-        _run(run_legacy_import(settings, dry_run=True, user_map=user_map, agent_id=legacy_agent))
+        _run(
+            run_legacy_import(
+                settings,
+                dry_run=legacy_dry_run,
+                user_map=user_map,
+                agent_id=legacy_agent,
+                wait_seconds=wait,
+            )
+        )
         return
     from bot.migrate_command import run_migrate
 
@@ -144,8 +186,15 @@ def migrate(
             to=to,
             legacy_user_map=user_map,
             legacy_agent_id=legacy_agent,
+            wait_seconds=wait,
         )
     )
+
+
+def _usage_error(message: str) -> NoReturn:
+    """A wrong combination of options: one line on stderr, exit 2 (as for a bad option)."""
+    err.print(f"alfred: {message}", markup=False, highlight=False)
+    raise typer.Exit(2)
 
 
 @app.command()

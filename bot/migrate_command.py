@@ -1,4 +1,5 @@
-"""``alfred migrate``: apply or list the versioned migrations."""
+"""``alfred migrate``: apply or list the versioned migrations, reconcile the Atlas search
+indexes, and (on demand) import the previous memory system."""
 
 from __future__ import annotations
 
@@ -9,9 +10,17 @@ from rich.console import Console
 from integrations.embedders import build_embedder
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo
-from integrations.mongo.migrator import MigrationContext, migrate, status
+from integrations.mongo.migrator import (
+    LOCK_WAIT_SECONDS,
+    NO_ATLAS_SEARCH,
+    MigrationContext,
+    migrate,
+    status,
+)
+from integrations.mongo.search_indexes import check_search_indexes
 from integrations.settings import Settings
 from memory.clock import SystemClock
+from memory.constants import FACTS
 
 
 async def run_migrate(
@@ -21,6 +30,7 @@ async def run_migrate(
     to: int | None,
     legacy_user_map: Mapping[str, str] | None = None,
     legacy_agent_id: str | None = None,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> None:
     # soft_wrap: one line per message, even in a pipe; markup=False: "[applied …]" is text.
     console = Console(soft_wrap=True)
@@ -34,6 +44,15 @@ async def run_migrate(
                 console.print(
                     f"{m.version:04d}  {m.name}  [{state}]", markup=False, highlight=False
                 )
+            caps = await detect_capabilities(handle.db)
+            if not caps.atlas_search:
+                console.print(NO_ATLAS_SEARCH, markup=False, highlight=False)
+            elif 1 not in st.applied:
+                console.print("search indexes: none yet (run `alfred migrate`)", highlight=False)
+            else:
+                dims = build_embedder(settings).dimensions
+                for check in await check_search_indexes(handle.db[FACTS], dims):
+                    console.print(check.line(), markup=False, highlight=False)
             console.print(f"current version: {st.current}", highlight=False)
             return
         caps = await detect_capabilities(handle.db)
@@ -48,7 +67,7 @@ async def run_migrate(
             legacy_user_map=legacy_user_map,
             legacy_agent_id=legacy_agent_id,
         )
-        applied = await migrate(ctx, to=to)
+        applied = await migrate(ctx, to=to, wait_seconds=wait_seconds)
         if applied:
             console.print(f"applied {len(applied)} migration(s)", highlight=False)
         elif to is None:

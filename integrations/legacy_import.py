@@ -27,7 +27,8 @@ episode                      session-scope reflection of session               o
                              ``legacy:<session id>``, plus that session's blob
                              (the episodes in order: what the old system showed)
 memory_user blob             user-scope consolidated blob                       owner's DM
-suggestion                   **skipped**: see below
+suggestion                   user-scope reflection, unabsorbed (consolidation   owner's DM
+                             merges it into the owner's user blob)
 memory_agent shard           **skipped**: see below
 ===========================  =================================================  ==========
 
@@ -42,14 +43,23 @@ absorbed into the session's blob and never trigger a consolidation (no LLM cost)
 a ``legacy:`` session id is never current, so they are kept (export, audit, "forget")
 rather than shown.
 
-Why suggestions and agent shards are skipped: they are the old system's *agent* scope,
-memory shared by every user of the bot, written by extraction from everyone's
-conversations. DESIGN.md §3 allows agent-scope memory only when an operator writes it
-(persona, product facts), because extracted agent memory leaks between tenants, and
-Alfred's model has no agent partition at all. They are counted and listed by id in the
-report so an operator can read them in the legacy collection and re-author what is
-worth keeping. (A shard's ``facts`` are ``memory_sessions`` facts and are imported on
-their own row, under the rules above.)
+Suggestions: the old system's *agent*-scope notes, extracted from one conversation and
+then shown to every user of the bot. Alfred has no agent partition (DESIGN.md §3 allows
+shared memory only when an operator writes it: extracted shared memory leaks between
+tenants), so a suggestion is never imported as shared. It is imported only where it
+came from: a suggestion related to a single user came from that user's conversation,
+so it becomes a user-scope reflection in that user's DM, seen by nobody else (fewer
+people than the old system showed it to, never more). Unabsorbed, so the next
+consolidation merges it into that user's blob. Related to several users or none, it
+is skipped like any memory.
+
+Why agent shards are skipped: a shard's blob (``memory_agent.content``) is merged from
+every user's suggestions; it cannot be split back into who said what, so no private
+partition can hold it. Shards are counted and listed by id in the report so an
+operator can read them in the legacy collection and re-author what is worth keeping
+(as operator-written memory). (A shard's ``facts`` are ``memory_sessions`` facts, and
+its unabsorbed ids are suggestions: both are imported on their own rows, under the
+rules above.)
 
 Users: legacy user ids are the old system's ids; Alfred's are Telegram user ids. Each
 legacy id is resolved by, in order: the ``user_map`` argument, the ``legacy_user_map``
@@ -72,6 +82,7 @@ import is checked. Nothing here logs content: only ids and counts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -148,10 +159,11 @@ REASONS: Final = {
     "no_owner": "no related user: no private partition to put it in",
     "several_owners": "several related users and no circles in legacy data: no partition "
     "is private to all of them",
-    "unmapped_user": "legacy user id has no Alfred (Telegram) user id: add it to legacy_user_map",
+    "unmapped_user": "legacy user id has no Alfred (Telegram) user id: map it (legacy_user_map "
+    "collection or --legacy-user-map) and run `alfred migrate --legacy-import`",
     "empty": "no content",
-    "agent_scope": "agent-scope memory extracted from every user's conversations; only "
-    "operators write shared memory (DESIGN.md §3)",
+    "agent_scope": "an agent shard's blob is merged from every user's conversations, so no "
+    "private partition can hold it, and only operators write shared memory (DESIGN.md §3)",
     "other_agent": "belongs to another legacy agent than the one imported",
     "partition_has_blob": "the user already has a consolidated blob; its reflections are "
     "imported unabsorbed so the next consolidation merges them",
@@ -826,9 +838,43 @@ class _Importer:
 
     # --- agent scope ------------------------------------------------------------------
 
-    async def skip_agent_scope(self) -> None:
+    async def import_suggestions(self) -> None:
+        """A single user's suggestion → a user reflection in that user's DM (unabsorbed)."""
+        planned: dict[str, tuple[str, str, str, datetime]] = {}
         async for doc in self._raw(SUGGESTION):
-            self.report.skip(SUGGESTION, str(doc["_id"]), "agent_scope")
+            legacy_id = str(doc["_id"])
+            content = _text(doc)
+            if not content:
+                self.report.skip(SUGGESTION, legacy_id, "empty")
+                continue
+            owners = self._owner(SUGGESTION, doc)
+            if owners is None:
+                continue
+            legacy_owner, owner = owners
+            created = _when(doc, "createdAt", "created_at") or self.clock.now()
+            rid = legacy_record_id(SUGGESTION, legacy_id, legacy_owner)
+            planned[rid] = (legacy_id, owner, content, created)
+        _present, known = await self._known(REFLECTIONS, planned)
+        for rid, (legacy_id, owner, content, created) in planned.items():
+            if rid in known:
+                self.report.skip(SUGGESTION, legacy_id, "already_imported")
+                continue
+            reflection = Reflection(
+                id=rid,
+                content=content,
+                scope=ReflectionScope.USER,
+                partition=Partition.dm(owner),
+                absorbed=False,
+                created_at=created,
+            )
+            if not self.dry_run and not await self.notes.add_reflection(reflection):
+                self.report.skip(SUGGESTION, legacy_id, "already_imported")
+                continue
+            await self._remember(rid, SUGGESTION)
+            self.report.ok(SUGGESTION)
+            self.report.written[REFLECTIONS] += 1
+
+    async def skip_agent_shards(self) -> None:
         if LEGACY_AGENT in self.report.legacy_collections:
             async for doc in self.db[LEGACY_AGENT].find({}, {"_id": 1, "agent_id": 1}):
                 self.report.seen(AGENT_SHARD)
@@ -893,7 +939,8 @@ async def import_legacy(
     await importer.import_user_blobs_and_directives()
     await importer.import_episodes()
     await importer.import_facts()
-    await importer.skip_agent_scope()
+    await importer.import_suggestions()
+    await importer.skip_agent_shards()
     await importer.skip_unknown_types()
     report.notes.append(
         "legacy collections were left as they are; they are outside the forget cascade: "
@@ -932,17 +979,23 @@ async def run_legacy_import(
     user_map: Mapping[str, str] | None = None,
     agent_id: str | None = None,
     emit: Callable[[str], None] = print,
+    wait_seconds: float | None = None,
 ) -> ImportReport:
-    """``alfred migrate --legacy-dry-run`` (and a real import outside the migrator).
+    """``alfred migrate --legacy-dry-run`` and ``alfred migrate --legacy-import``.
 
     Connects with ``settings`` (an :class:`integrations.settings.Settings`), runs
     :func:`import_legacy`, prints the report line by line through ``emit`` and closes.
     A dry run never loads the embedding model and never touches ``schema_migrations``,
     so migration 0004 stays pending. A real run requires migration 0001 (the unique
-    indexes that make dedup and idempotency safe) to be applied.
+    indexes that make dedup and idempotency safe) to be applied, and holds the
+    migration lock (waiting up to ``wait_seconds``), so it never runs alongside
+    ``alfred migrate`` or a bot applying 0004 at start-up. It can run any number of
+    times: what an earlier run (or migration 0004) imported is counted as
+    ``already_imported``, never written twice; run it after mapping users that were
+    skipped as ``unmapped_user``.
     """
     from integrations.mongo.connection import connect_mongo
-    from integrations.mongo.migrator import status
+    from integrations.mongo.migrator import LOCK_WAIT_SECONDS, MigrationLock, status
     from memory.clock import SystemClock
     from memory.errors import ConfigurationError
 
@@ -957,14 +1010,18 @@ async def run_legacy_import(
             from integrations.embedders import build_embedder
 
             embedder = build_embedder(settings)
-        report = await import_legacy(
-            handle.db,
-            dry_run=dry_run,
-            embedder=embedder,
-            clock=SystemClock(),
-            user_map=user_map,
-            agent_id=agent_id,
-        )
+        async with contextlib.AsyncExitStack() as stack:
+            if not dry_run:
+                wait = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
+                await stack.enter_async_context(MigrationLock(handle.db, wait_seconds=wait))
+            report = await import_legacy(
+                handle.db,
+                dry_run=dry_run,
+                embedder=embedder,
+                clock=SystemClock(),
+                user_map=user_map,
+                agent_id=agent_id,
+            )
         for line in report.lines():
             emit(line)
         return report

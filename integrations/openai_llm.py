@@ -28,6 +28,7 @@ from openai.types.chat import (
 )
 from pydantic import BaseModel, ValidationError
 
+from integrations.logging_setup import sensitive
 from integrations.settings import Settings
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
@@ -92,11 +93,23 @@ class _Transient(Exception):
 
 
 class _Malformed(Exception):
-    """The model's content does not parse or validate; ``detail`` says why, briefly."""
+    """The model's content does not parse or validate; ``detail`` says why, briefly.
 
-    def __init__(self, detail: str) -> None:
+    ``detail`` never holds the model's words (it reaches INFO logs and the
+    :class:`LLMOutputError` that callers log at WARNING; model output can repeat a
+    user's message or a memory). ``quote``, an excerpt of the answer, is shown only to
+    the model in the corrective retry and in DEBUG logs.
+    """
+
+    def __init__(self, detail: str, quote: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.quote = quote
+
+    @property
+    def for_model(self) -> str:
+        """What the corrective retry tells the model: the reason and the excerpt."""
+        return f"{self.detail}: {self.quote}" if self.quote else self.detail
 
 
 class OpenAILLM:
@@ -189,24 +202,27 @@ class OpenAILLM:
         """
         model = self._models[task.tier]
         messages = [_to_param(m) for m in task.build(ctx)]
-        detail = ""
+        detail = ""  # why the answer was invalid, without the model's words (for logs)
+        told = ""  # the same with an excerpt of the answer (for the model only)
         for attempt in (1, 2):
             result = await self._complete(task.name, model, messages, json_mode=True)
             content, refusal = _content(result)
             try:
                 if refusal:
-                    raise _Malformed(f"the model refused: {_clip(refusal, 200)}")
+                    raise _Malformed("the model refused", quote=_clip(refusal, 200))
                 return task.response_model.model_validate(_parse_json_object(content))
             except (_Malformed, ValidationError) as exc:
                 detail = exc.detail if isinstance(exc, _Malformed) else _summarise(exc)
+                told = exc.for_model if isinstance(exc, _Malformed) else detail
                 log.info("llm %s answer %d invalid: %s", task.name, attempt, detail)
+                log.debug("llm %s answer %d invalid: %s", task.name, attempt, sensitive(told))
             messages = [
                 *messages,
                 {"role": "assistant", "content": _clip(content or "", ECHO_CHARS)},
                 {
                     "role": "user",
                     "content": (
-                        f"Your answer was not valid: {detail}. Answer again with one JSON "
+                        f"Your answer was not valid: {told}. Answer again with one JSON "
                         "object only, exactly in the format asked for, with no other text."
                     ),
                 },
@@ -443,7 +459,7 @@ def _parse_json_object(content: str | None) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
         start = text.find("{", start + 1)
-    raise _Malformed(f"no JSON object in the answer: {_clip(text, 120)!r}")
+    raise _Malformed("no JSON object in the answer", quote=repr(_clip(text, 120)))
 
 
 def _parse_arguments(raw: str) -> dict[str, Any]:

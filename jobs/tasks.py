@@ -69,6 +69,11 @@ async def startup(ctx: Ctx) -> None:
     handle: RedisHandle | None = ctx.get("redis_handle")
     settings = services.settings if services is not None else ctx.get("settings")
     settings = settings or load_settings()
+    if ctx.get("serve_health"):
+        # A worker process of its own (``arq jobs.worker.WorkerSettings``): JSON logs
+        # through the redacting filter from the start, whether or not it serves
+        # metrics (the bot's in-process worker logs through the bot's set-up).
+        configure_logging(settings.log_level, capture=("arq",))
     if services is None:
         services = await build_services(settings)
         ctx[_OWNED_SERVICES] = services
@@ -86,7 +91,6 @@ async def startup(ctx: Ctx) -> None:
     if ctx.get("serve_health") and settings.metrics_port:
         # A worker process of its own serves /metrics (the bot's in-process worker
         # shares the bot's server instead).
-        configure_logging(settings.log_level, capture=("arq",))
         redis_client = handle.client
         ctx[_HEALTH_RUNNER] = await start_health_server(
             lambda: services,

@@ -1,18 +1,17 @@
-"""Collections, indexes and unique keys of the first schema, plus Atlas search indexes."""
+"""Collections, indexes and unique keys of the first schema.
+
+The Atlas search indexes (``facts_vector``, ``facts_text``) are not made here: the
+migrator reconciles them after every run (see :mod:`integrations.mongo.migrator`),
+because their definition follows the configured embedder, which can change without a
+new migration, and a creation that failed must be retried by the next run.
+"""
 
 from __future__ import annotations
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
-from pymongo.errors import OperationFailure, PyMongoError
-from pymongo.operations import SearchIndexModel
+from pymongo.errors import OperationFailure
 
 from integrations.mongo.migrator import MigrationContext
-from integrations.mongo.search_indexes import (
-    TEXT_INDEX,
-    VECTOR_INDEX,
-    text_index_definition,
-    vector_index_definition,
-)
 from memory import constants as c
 
 VERSION = 1
@@ -91,35 +90,3 @@ async def up(ctx: MigrationContext) -> None:
                     raise
     for name, models in INDEXES.items():
         await ctx.db[name].create_indexes(models)
-    if not ctx.atlas_search:
-        ctx.note(
-            "search indexes skipped: this server has no Atlas Search; "
-            "Alfred scores vectors and keywords in the application"
-        )
-        return
-    await _ensure_search_indexes(ctx)
-
-
-async def _ensure_search_indexes(ctx: MigrationContext) -> None:
-    facts = ctx.db[c.FACTS]
-    cursor = await facts.list_search_indexes()
-    present = {doc["name"]: doc async for doc in cursor}
-    wanted = [
-        SearchIndexModel(
-            definition=vector_index_definition(ctx.embedding_dims),
-            name=VECTOR_INDEX,
-            type="vectorSearch",
-        ),
-        SearchIndexModel(definition=text_index_definition(), name=TEXT_INDEX, type="search"),
-    ]
-    for model in wanted:
-        name = model.document["name"]
-        try:
-            if name in present:
-                await facts.update_search_index(name, model.document["definition"])
-                ctx.note(f"search index {name} updated")
-            else:
-                await facts.create_search_index(model)
-                ctx.note(f"search index {name} created")
-        except PyMongoError as exc:
-            ctx.note(f"search index {name} could not be created: {exc}")

@@ -1,5 +1,12 @@
 """Import the previous generation of the memory system (seed 002), if it is there.
 
+The bot applies pending migrations at start-up, so this may run with no user map and
+no dry run first: it imports what it can (users mapped by the ``legacy_user_map``
+collection or by a numeric legacy id) and reports, by id and reason, what it skipped.
+Nothing skipped is lost: the legacy collections are left as they are, and
+``alfred migrate --legacy-import`` (after mapping users) imports the rest at any time,
+skipping what is already imported.
+
 The mapping, the partition rule (every legacy memory goes to its single owner's DM:
 private is the only safe choice without circles) and what is skipped and why are in
 :mod:`integrations.legacy_import`. Without legacy collections this is a no-op that
@@ -14,9 +21,9 @@ works with the plain :class:`~integrations.mongo.migrator.MigrationContext` too:
 * ``clock``: defaults to the system clock.
 * ``legacy_dry_run``: report only. The migration then raises
   :class:`~integrations.legacy_import.LegacyDryRunFinished` so the migrator does *not*
-  record it as applied. (``alfred migrate --legacy-dry-run`` calls
-  :func:`integrations.legacy_import.run_legacy_import` instead, which never touches the
-  migrator; this flag exists for callers that go through it.)
+  record it as applied. (``alfred migrate --legacy-dry-run`` and ``--legacy-import``
+  call :func:`integrations.legacy_import.run_legacy_import` instead, which never
+  records a migration; this flag exists for callers that go through the migrator.)
 * ``legacy_user_map``: legacy user id → Telegram user id (see ``legacy_user_map`` too).
 * ``legacy_agent_id``: import one legacy agent only.
 
@@ -82,5 +89,11 @@ async def up(ctx: MigrationContext) -> None:
     )
     for line in report.lines():
         ctx.note(line)
+    if not dry_run and report.skipped:
+        ctx.note(
+            f"legacy import: {report.skipped} item(s) skipped (reasons above); what can be "
+            "fixed (an unmapped user) is imported by `alfred migrate --legacy-import` once "
+            "fixed, without duplicating what is already imported"
+        )
     if dry_run:
         raise LegacyDryRunFinished(report)

@@ -10,26 +10,40 @@ migrating at once: the second waits for the first and then finds nothing left to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import logging
 import os
 import pkgutil
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
 import migrations as migrations_package
-from memory.constants import SCHEMA_MIGRATIONS
+from integrations.mongo.search_indexes import reconcile_search_indexes
+from memory.constants import FACTS, SCHEMA_MIGRATIONS
 from memory.errors import ConfigurationError, Unavailable
 from memory.ports import Clock, Embedder
 
+log = logging.getLogger(__name__)
+
 LOCK_ID = "migration-lock"
-LOCK_TTL = timedelta(minutes=10)
+#: The lease's lifetime between two renewals: how long a crashed holder blocks others.
+LOCK_TTL = timedelta(minutes=2)
+#: How long a second run waits for the lock before giving up (with a message).
+LOCK_WAIT_SECONDS = 120.0
+#: What every run says on a server without Atlas Search (the embedded one, self-hosted).
+NO_ATLAS_SEARCH = (
+    "search indexes skipped: this server has no Atlas Search; "
+    "Alfred scores vectors and keywords in the application"
+)
 
 
 @dataclass
@@ -94,42 +108,132 @@ def discover() -> list[Migration]:
     return found
 
 
-async def status(db: AsyncDatabase[dict[str, Any]]) -> MigrationStatus:
-    """The available migrations and the applied ones."""
+async def status(
+    db: AsyncDatabase[dict[str, Any]], available: Sequence[Migration] | None = None
+) -> MigrationStatus:
+    """The available migrations (``available``, or those discovered) and the applied ones."""
     applied: dict[int, datetime] = {}
     async for doc in db[SCHEMA_MIGRATIONS].find({"version": {"$exists": True}}):
         applied[int(doc["version"])] = doc["applied_at"]
-    return MigrationStatus(available=discover(), applied=applied)
+    found = list(available) if available is not None else discover()
+    return MigrationStatus(available=found, applied=applied)
 
 
-async def _take_lock(db: AsyncDatabase[dict[str, Any]], wait_seconds: float) -> str:
-    owner = f"{socket.gethostname()}:{os.getpid()}"
-    deadline = asyncio.get_running_loop().time() + wait_seconds
-    coll = db[SCHEMA_MIGRATIONS]
-    while True:
-        now = datetime.now(UTC)
-        # An expired lock (its holder died) is taken over.
-        await coll.delete_one({"_id": LOCK_ID, "expires_at": {"$lt": now}})
-        try:
-            await coll.insert_one({"_id": LOCK_ID, "owner": owner, "expires_at": now + LOCK_TTL})
-            return owner
-        except DuplicateKeyError:
-            if asyncio.get_running_loop().time() > deadline:
-                raise Unavailable(
-                    "database",
-                    "another `alfred migrate` holds the migration lock",
-                    hint="wait for it to finish and run the command again",
-                ) from None
-            await asyncio.sleep(0.2)
+class MigrationLock:
+    """The lease document that keeps two runs from migrating (or importing) at once.
+
+    Taken by inserting ``{_id: LOCK_ID}`` (a second insert fails on the unique
+    ``_id``); renewed by a heartbeat task every third of ``ttl`` while held, so a
+    migration that runs longer than ``ttl`` (the legacy import, with its embedding
+    calls) keeps it; let go at the end. A holder that died stops renewing, and its
+    lease is taken over once it has expired. ``owner`` (host:pid) says who holds it;
+    ``token`` tells this holder from another process with the same pid.
+    """
+
+    def __init__(
+        self,
+        db: AsyncDatabase[dict[str, Any]],
+        *,
+        ttl: timedelta = LOCK_TTL,
+        wait_seconds: float = LOCK_WAIT_SECONDS,
+    ) -> None:
+        if ttl <= timedelta(0):
+            raise ValueError("the lock's lifetime must be positive")
+        self.coll = db[SCHEMA_MIGRATIONS]
+        self.ttl = ttl
+        self.wait_seconds = wait_seconds
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.token = uuid.uuid4().hex
+        #: Set when a renewal found the lease gone (taken over after it expired).
+        self.lost = asyncio.Event()
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> MigrationLock:
+        await self._take()
+        self._heartbeat = asyncio.create_task(self._renew_forever(), name="migration-lock")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+        await self.coll.delete_one({"_id": LOCK_ID, "token": self.token})
+
+    def check(self) -> None:
+        """Raise when the lease was lost: another run may be migrating now."""
+        if self.lost.is_set():
+            raise Unavailable(
+                "database",
+                "the migration lock expired while this run held it and was taken by another",
+                hint="run `alfred migrate` again once the other run has finished",
+            )
+
+    async def _take(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_seconds
+        poll = min(0.2, self.ttl.total_seconds() / 4)
+        while True:
+            now = datetime.now(UTC)
+            # An expired lock (its holder died) is taken over.
+            await self.coll.delete_one({"_id": LOCK_ID, "expires_at": {"$lt": now}})
+            try:
+                await self.coll.insert_one(
+                    {
+                        "_id": LOCK_ID,
+                        "owner": self.owner,
+                        "token": self.token,
+                        "expires_at": now + self.ttl,
+                    }
+                )
+                return
+            except DuplicateKeyError:
+                if loop.time() >= deadline:
+                    holder = await self.coll.find_one({"_id": LOCK_ID}) or {}
+                    raise Unavailable(
+                        "database",
+                        f"another migration ({holder.get('owner', 'unknown')}) still holds "
+                        f"the migration lock after {self.wait_seconds:g} s",
+                        hint="wait for it to finish and run the command again",
+                    ) from None
+                await asyncio.sleep(poll)
+
+    async def _renew_forever(self) -> None:
+        every = self.ttl.total_seconds() / 3
+        while True:
+            await asyncio.sleep(every)
+            try:
+                renewed = await self.coll.update_one(
+                    {"_id": LOCK_ID, "token": self.token},
+                    {"$set": {"expires_at": datetime.now(UTC) + self.ttl}},
+                )
+            except PyMongoError as exc:  # a blip: the next beat tries again
+                log.warning("renewing the migration lock failed (%s)", type(exc).__name__)
+                continue
+            if renewed.matched_count == 0:
+                log.error("the migration lock was lost (it expired and was taken over)")
+                self.lost.set()
+                return
 
 
 async def migrate(
-    ctx: MigrationContext, *, to: int | None = None, wait_seconds: float = 120.0
+    ctx: MigrationContext,
+    *,
+    to: int | None = None,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
+    lock_ttl: timedelta = LOCK_TTL,
+    available: Sequence[Migration] | None = None,
 ) -> list[Migration]:
-    """Apply pending migrations up to ``to`` (all when None); return those applied."""
-    owner = await _take_lock(ctx.db, wait_seconds)
-    try:
-        st = await status(ctx.db)
+    """Apply pending migrations up to ``to`` (all when None); return those applied.
+
+    Then, whatever was applied, reconcile the Atlas search indexes with the
+    configuration (:func:`reconcile_search_indexes`), so running ``alfred migrate``
+    again after an embedder change, or after an index creation failed, fixes them.
+    ``available`` replaces the discovered migrations (tests); ``lock_ttl`` is the
+    lease's lifetime between two renewals.
+    """
+    async with MigrationLock(ctx.db, ttl=lock_ttl, wait_seconds=wait_seconds) as lock:
+        st = await status(ctx.db, available)
         target = to if to is not None else max((m.version for m in st.available), default=0)
         if to is not None and to not in {m.version for m in st.available} and to != 0:
             raise ConfigurationError(f"there is no migration {to}")
@@ -137,8 +241,10 @@ async def migrate(
         for migration in st.pending:
             if migration.version > target:
                 break
+            lock.check()
             ctx.log(f"applying {migration.version:04d} {migration.name}")
             await migration.up(ctx)
+            lock.check()
             await ctx.db[SCHEMA_MIGRATIONS].update_one(
                 {"_id": f"v{migration.version:04d}"},
                 {
@@ -146,12 +252,24 @@ async def migrate(
                         "version": migration.version,
                         "name": migration.name,
                         "applied_at": datetime.now(UTC),
-                        "applied_by": owner,
+                        "applied_by": lock.owner,
                     }
                 },
                 upsert=True,
             )
             done.append(migration)
+        schema_exists = 1 in st.applied or any(m.version == 1 for m in done)
+        await _reconcile_search_indexes(ctx, schema_exists)
         return done
-    finally:
-        await ctx.db[SCHEMA_MIGRATIONS].delete_one({"_id": LOCK_ID, "owner": owner})
+
+
+async def _reconcile_search_indexes(ctx: MigrationContext, schema_exists: bool) -> None:
+    """The search-index step of every run; its lines go to the report."""
+    if not ctx.atlas_search:
+        ctx.note(NO_ATLAS_SEARCH)
+        return
+    if not schema_exists:
+        ctx.note("search indexes not checked: migration 0001 is not applied yet")
+        return
+    for line in await reconcile_search_indexes(ctx.db[FACTS], ctx.embedding_dims):
+        ctx.note(line)

@@ -10,13 +10,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from integrations.embedded import EmbeddedLease, acquire
 from integrations.mongo.connection import connect_mongo
-from integrations.mongo.migrator import discover
+from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH, discover
 from memory.constants import SCHEMA_MIGRATIONS
 from tests.conftest import make_settings
 
@@ -190,7 +192,9 @@ STATUS_LINE = re.compile(r"^(\d{4})  (.+)  \[(pending|applied \d{4}-\d\d-\d\d \d
 def status(cli: Cli) -> tuple[list[tuple[str, str, str]], str]:
     done = cli.run("migrate", "--status")
     assert done.returncode == 0, done.stderr
-    *lines, current = done.stdout.strip().splitlines()
+    *lines, search, current = done.stdout.strip().splitlines()
+    # The embedded server has no Atlas Search, and --status says so.
+    assert search == NO_ATLAS_SEARCH
     rows = []
     for line in lines:
         match = STATUS_LINE.match(line)
@@ -218,9 +222,14 @@ def test_migrate_applies_once_and_lists_versions(cli: Cli) -> None:
         "Alfred scores vectors and keywords in the application"
     ) in lines
     assert lines[-1] == f"applied {len(available)} migration(s)"
+    # A second run applies nothing but still reconciles the search indexes, and says
+    # honestly that there are none to make on this server.
     second = cli.run("migrate")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.strip() == "nothing to apply: the database is up to date"
+    assert second.stdout.strip().splitlines() == [
+        NO_ATLAS_SEARCH,
+        "nothing to apply: the database is up to date",
+    ]
 
     rows, current = status(cli)
     assert [(v, state) for v, _, state in rows] == [
@@ -255,6 +264,147 @@ async def test_two_migrations_at_once_apply_each_version_once(cli: Cli) -> None:
     owners = {d["applied_by"] for d in docs}
     assert len(owners) == 1, "one process applied them all"
     assert owners.pop().rsplit(":", 1)[1] in {str(run.pid) for run in runs}
+
+
+def test_incompatible_migrate_options_are_a_usage_error(cli: Cli) -> None:
+    combos = [
+        ("migrate", "--status", "--legacy-dry-run"),
+        ("migrate", "--status", "--legacy-import"),
+        ("migrate", "--to", "2", "--legacy-import"),
+        ("migrate", "--status", "--legacy-agent", "a1"),
+    ]
+    results = cli.run_all(combos)
+    lines = [one_line(done.stderr) for done in results]
+    assert [done.returncode for done in results] == [2, 2, 2, 2]
+    assert lines == [
+        "alfred: --status and --legacy-dry-run cannot be used together",
+        "alfred: --status and --legacy-import cannot be used together",
+        "alfred: --to and --legacy-import cannot be used together",
+        "alfred: --status cannot be used with --legacy-user-map or --legacy-agent",
+    ]
+    assert all(done.stdout == "" for done in results)
+    assert not (cli.data_dir / "mongo").exists(), "refused before anything started"
+
+
+async def test_a_migrate_that_cannot_get_the_lock_says_so_in_one_line(cli: Cli) -> None:
+    cli.keep_server()
+    handle = await connect_mongo(make_settings(cli.data_dir))
+    try:
+        await handle.db[SCHEMA_MIGRATIONS].insert_one(
+            {
+                "_id": LOCK_ID,
+                "owner": "other-host:7",
+                "token": "t",
+                "expires_at": datetime.now(UTC) + timedelta(hours=1),
+            }
+        )
+        done = cli.run("migrate", "--wait", "0.5")
+        assert done.returncode == 1
+        assert one_line(done.stderr) == (
+            "alfred: database: another migration (other-host:7) still holds the migration "
+            "lock after 0.5 s (wait for it to finish and run the command again)"
+        )
+        assert await handle.db[SCHEMA_MIGRATIONS].count_documents({"version": 1}) == 0
+    finally:
+        await handle.close()
+
+
+async def test_legacy_import_at_start_then_on_demand_after_mapping(cli: Cli) -> None:
+    """0004 (as the bot applies it at start-up: no user map) imports what it can and says
+    what it skipped; the dry run and the on-demand import then bring in the rest once the
+    users are mapped, and a second on-demand import adds nothing."""
+    from bson import ObjectId
+
+    from integrations.legacy_import import LEGACY_SESSIONS
+    from memory.constants import FACTS, REFLECTIONS
+    from memory.models import Partition
+
+    cli.keep_server()
+    handle = await connect_mongo(make_settings(cli.data_dir))
+    created = datetime(2025, 11, 3, 9, 0, tzinfo=UTC)
+
+    def raw(kind: str, content: str, related: list[str]) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(),
+            "agent_id": "agent-1",
+            "source_session_id": "s1",
+            "memory_type": kind,
+            "content": content,
+            "related_users": related,
+            "createdAt": created,
+        }
+
+    try:
+        await handle.db[LEGACY_SESSIONS].insert_many(
+            [
+                raw("fact", "Carol plays the cello.", ["1003"]),  # already a Telegram id
+                raw("fact", "Alice is allergic to shellfish.", ["legacy-alice"]),
+                raw("directive", "Reply to Alice in Spanish.", ["legacy-alice"]),
+                raw("suggestion", "Offer Alice travel tips.", ["legacy-alice"]),
+                raw("suggestion", "Both like board games.", ["legacy-alice", "1003"]),
+            ]
+        )
+        first = cli.run("migrate")
+        assert first.returncode == 0, first.stderr
+        out = first.stdout.splitlines()
+        assert "legacy import (applied): found memory_sessions" in out
+        assert "  fact: 2 seen, imported 1, skipped 1 (unmapped_user 1)" in out
+        assert "  directive: 1 seen, imported 0, skipped 1 (unmapped_user 1)" in out
+        assert (
+            "  suggestion: 2 seen, imported 0, skipped 2 (several_owners 1, unmapped_user 1)"
+        ) in out
+        assert any(line.startswith("legacy import: 4 item(s) skipped") for line in out)
+        assert await handle.db[FACTS].count_documents({}) == 1
+
+        user_map = cli.cwd / "users.json"
+        user_map.write_text(json.dumps({"legacy-alice": 1001}))
+        dry = cli.run(
+            "migrate", "--legacy-import", "--legacy-dry-run", "--legacy-user-map", "users.json"
+        )
+        assert dry.returncode == 0, dry.stderr
+        out = dry.stdout.splitlines()
+        assert out[0] == "legacy import (dry run, nothing written): found memory_sessions"
+        assert "  fact: 2 seen, would import 1, skipped 1 (already_imported 1)" in out
+        assert "  suggestion: 2 seen, would import 1, skipped 1 (several_owners 1)" in out
+        assert await handle.db[FACTS].count_documents({}) == 1
+        assert await handle.db[REFLECTIONS].count_documents({}) == 0
+
+        real = cli.run("migrate", "--legacy-import", "--legacy-user-map", "users.json")
+        assert real.returncode == 0, real.stderr
+        out = real.stdout.splitlines()
+        assert out[0] == "legacy import (applied): found memory_sessions"
+        assert "  fact: 2 seen, imported 1, skipped 1 (already_imported 1)" in out
+        assert "  directive: 1 seen, imported 1" in out
+        assert "  suggestion: 2 seen, imported 1, skipped 1 (several_owners 1)" in out
+        facts = {d["content"]: d async for d in handle.db[FACTS].find({})}
+        assert set(facts) == {"Carol plays the cello.", "Alice is allergic to shellfish."}
+        alice = facts["Alice is allergic to shellfish."]
+        assert (alice["visibility"], alice["circle_id"], alice["owner_user_id"]) == (
+            "dm",
+            None,
+            "1001",
+        )
+        reflections = [d async for d in handle.db[REFLECTIONS].find({})]
+        alice_dm = Partition.dm("1001").key()
+        # Alice's own suggestion is hers alone: a user reflection in her DM, buffered.
+        assert sorted((r["content"], r["scope"], r["pkey"]) for r in reflections) == [
+            ("Offer Alice travel tips.", "user", alice_dm),
+            ("Reply to Alice in Spanish.", "user", alice_dm),
+        ]
+        assert all(r["absorbed"] is False for r in reflections)
+
+        again = cli.run("migrate", "--legacy-import", "--legacy-user-map", "users.json")
+        assert again.returncode == 0, again.stderr
+        out = again.stdout.splitlines()
+        assert "  fact: 2 seen, imported 0, skipped 2 (already_imported 2)" in out
+        assert (
+            "  suggestion: 2 seen, imported 0, skipped 2 (already_imported 1, several_owners 1)"
+            in out
+        )
+        assert await handle.db[FACTS].count_documents({}) == 2
+        assert await handle.db[REFLECTIONS].count_documents({}) == 2
+    finally:
+        await handle.close()
 
 
 # --- help ----------------------------------------------------------------------------------------

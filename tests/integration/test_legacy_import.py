@@ -114,9 +114,11 @@ def build_legacy() -> tuple[LegacyData, list[dict[str, Any]], list[dict[str, Any
     d.raw("f5", "fact", "Carol plays the cello.", S4, [U3])
     d.raw("f6", "fact", "alice is allergic to shellfish", S1, [U1])  # same fact as f1
     d.raw("f7", "fact", "   ", S1, [U1])
-    # Agent scope and oddities.
+    # Suggestions (the old agent scope): g1 and g2 from one user's conversation each, g3
+    # from a conversation of two.
     d.raw("g1", "suggestion", "Users like travel tips.", S1, [U1])
     d.raw("g2", "suggestion", "Offer recipes more often.", S2, [U2])
+    d.raw("g3", "suggestion", "Everyone enjoys the weekly quiz.", S3, [U1, U2])
     d.raw("x1", "summary", "An unknown memory type.", S1, [U1])
     users = [
         {
@@ -187,11 +189,11 @@ def check_counts(report: ImportReport) -> None:
         "skipped": {"several_owners": 1, "unmapped_user": 1},
     }
     assert k["user_blob"] == {"seen": 2, "imported": 1, "skipped": {"unmapped_user": 1}}
-    assert k["suggestion"] == {"seen": 2, "imported": 0, "skipped": {"agent_scope": 2}}
+    assert k["suggestion"] == {"seen": 3, "imported": 2, "skipped": {"several_owners": 1}}
     assert k["agent_shard"] == {"seen": 2, "imported": 0, "skipped": {"agent_scope": 2}}
     assert k["unknown_type"] == {"seen": 1, "imported": 0, "skipped": {"unknown_type": 1}}
-    # 4 facts; 3 directives + 5 episodes; u1's blob and the two session blobs.
-    assert dict(report.written) == {FACTS: 4, REFLECTIONS: 8, CONSOLIDATED: 3}
+    # 4 facts; 3 directives + 5 episodes + 2 suggestions; u1's blob and the two session blobs.
+    assert dict(report.written) == {FACTS: 4, REFLECTIONS: 10, CONSOLIDATED: 3}
     assert report.embedded == 4
 
 
@@ -232,7 +234,7 @@ async def test_import_lands_in_private_partitions_with_embeddings(
     check_counts(report)
     assert await counts(migrated_db) == {
         FACTS: 4,
-        REFLECTIONS: 8,
+        REFLECTIONS: 10,
         CONSOLIDATED: 3,
         PARTITIONS: 3,  # the DMs of 1001, 1002 and 1003
     }
@@ -272,9 +274,10 @@ async def test_import_lands_in_private_partitions_with_embeddings(
     in_group = Viewer(user_id="1001", thread=group, circle_ids=frozenset({"-100"}))
     assert await store.list_visible(in_group) == []  # DM memories never reach a group
 
-    # Directives: d2 buffered (unabsorbed) for Alice, d1 absorbed into her imported blob.
+    # Directives: d2 buffered (unabsorbed) for Alice, d1 absorbed into her imported blob;
+    # her own suggestion buffered beside it.
     visible = await notes.visible_reflections(alice, session_id=None)
-    assert [r.content for r in visible] == ["Wants metric units always."]
+    assert [r.content for r in visible] == ["Wants metric units always.", "Users like travel tips."]
     blobs = await notes.visible_blobs(alice, session_id=None)
     assert len(blobs) == 1 and blobs[0].scope is ReflectionScope.USER
     assert blobs[0].content.startswith("Alice likes concise replies")
@@ -285,7 +288,10 @@ async def test_import_lands_in_private_partitions_with_embeddings(
     assert absorbed["absorbed"] is True and absorbed["absorbed_into"] == blobs[0].id
     assert blobs[0].reflection_ids == [absorbed["_id"]]
     bob_reflections = await notes.visible_reflections(dm_viewer("1002"), session_id=None)
-    assert [r.content for r in bob_reflections] == ["Reply in Spanish."]
+    assert [r.content for r in bob_reflections] == [
+        "Reply in Spanish.",
+        "Offer recipes more often.",
+    ]
     assert await notes.visible_blobs(dm_viewer("1002"), session_id=None) == []
 
     # Episodes: session reflections of the legacy session, absorbed into its blob.
@@ -304,17 +310,78 @@ async def test_import_lands_in_private_partitions_with_embeddings(
     ]
     assert {e["absorbed_into"] for e in episodes} == {session_blob.id}
     # Nothing is left buffered for consolidation to spend LLM calls on but the two
-    # unabsorbed directives.
-    assert sorted(n for *_, n in await notes.buffered_groups()) == [1, 1]
+    # unabsorbed directives and the two suggestions (one of each per user).
+    assert sorted(n for *_, n in await notes.buffered_groups()) == [2, 2]
 
-    # Nothing from the agent scope, the shared session or the unmapped user arrived.
+    # Nothing from the agent shards, the shared sessions or the unmapped user arrived.
     everything = " ".join(
         [str(d.get("content")) async for d in migrated_db[REFLECTIONS].find({})]
         + [str(d.get("content")) async for d in migrated_db[CONSOLIDATED].find({})]
         + list(facts)
     )
-    for absent in ("travel tips", "budget", "savings", "unknown person", "cannot map", "emojis"):
+    for absent in (
+        "Collective memory",
+        "weekly quiz",
+        "budget",
+        "savings",
+        "unknown person",
+        "cannot map",
+        "emojis",
+    ):
         assert absent not in everything
+
+
+async def test_a_suggestion_reaches_only_its_own_users_dm(
+    migrated_db: Db, legacy: LegacyData
+) -> None:
+    """The old system showed suggestions to everyone; Alfred shows one only to the single
+    user whose conversation it came from, in that user's DM: never in a group, never in
+    another member's DM or another circle, never as circle-level or shared memory."""
+    await import_legacy(
+        migrated_db,
+        dry_run=False,
+        embedder=HashEmbedder(),
+        clock=ManualClock(NOW),
+        user_map=USER_MAP,
+    )
+    stored = {
+        d["content"]: d
+        async for d in migrated_db[REFLECTIONS].find(
+            {"content": {"$in": ["Users like travel tips.", "Offer recipes more often."]}}
+        )
+    }
+    assert {
+        c: (d["scope"], d["visibility"], d["circle_id"], d["owner_user_id"])
+        for c, d in stored.items()
+    } == {
+        "Users like travel tips.": ("user", "dm", None, "1001"),
+        "Offer recipes more often.": ("user", "dm", None, "1002"),
+    }
+    assert all(d["absorbed"] is False for d in stored.values())
+
+    notes = MongoNotes(migrated_db)
+
+    async def seen_by(viewer: Viewer) -> set[str]:
+        texts = {r.content for r in await notes.visible_reflections(viewer, session_id=None)}
+        texts |= {b.content for b in await notes.visible_blobs(viewer, session_id=None)}
+        return texts
+
+    alice, bob = dm_viewer("1001"), dm_viewer("1002")
+    assert "Users like travel tips." in await seen_by(alice)
+    assert "Offer recipes more often." not in await seen_by(alice)
+    assert "Offer recipes more often." in await seen_by(bob)
+    assert "Users like travel tips." not in await seen_by(bob)
+    # Alice and Bob share a circle: in its group neither suggestion shows, to either.
+    fam = Thread(id="-100", kind=ThreadKind.GROUP, circle_id="-100")
+    for user in ("1001", "1002"):
+        in_group = Viewer(user_id=user, thread=fam, circle_ids=frozenset({"-100", "-200"}))
+        assert not (await seen_by(in_group)) & set(stored), user
+    other = Thread(id="-200", kind=ThreadKind.GROUP, circle_id="-200")
+    elsewhere = Viewer(user_id="1001", thread=other, circle_ids=frozenset({"-100", "-200"}))
+    assert not (await seen_by(elsewhere)) & set(stored)
+    # A third user's DM sees none of them, and the two-user suggestion is nowhere.
+    assert not (await seen_by(dm_viewer("1003"))) & set(stored)
+    assert await migrated_db[REFLECTIONS].count_documents({"content": {"$regex": "quiz"}}) == 0
 
 
 async def test_a_second_run_adds_nothing(migrated_db: Db, legacy: LegacyData) -> None:
@@ -343,6 +410,7 @@ async def test_a_second_run_adds_nothing(migrated_db: Db, legacy: LegacyData) ->
     assert k["directive"].skipped["already_imported"] == first.kinds["directive"].imported
     assert k["episode"].skipped["already_imported"] == first.kinds["episode"].imported
     assert k["user_blob"].skipped["already_imported"] == 1
+    assert k["suggestion"].skipped["already_imported"] == first.kinds["suggestion"].imported == 2
     # A dry run after the import says the same.
     dry = await import_legacy(
         migrated_db, dry_run=True, embedder=None, clock=clock, user_map=USER_MAP
@@ -420,6 +488,7 @@ async def test_a_newer_blob_is_kept_and_absorbed_directives_stay_buffered(
     buffered = await notes.unabsorbed(ReflectionScope.USER, Partition.dm("1001"))
     assert sorted(r.content for r in buffered) == [
         "Prefers short answers in the morning.",
+        "Users like travel tips.",
         "Wants metric units always.",
     ]
 
@@ -457,9 +526,9 @@ async def test_migration_imports_and_a_dry_run_is_never_recorded(db: Db) -> None
     await db[LEGACY_USER_MAP].insert_one({"_id": str(U1), "user_id": 1001})
     lines: list[str] = []
     ctx = MigrationContext(db=db, atlas_search=False, embedding_dims=64, log=lines.append)
-    ctx.legacy_dry_run = True  # type: ignore[attr-defined]
-    ctx.legacy_user_map = USER_MAP  # type: ignore[attr-defined]
-    ctx.clock = ManualClock(NOW)  # type: ignore[attr-defined]
+    ctx.legacy_dry_run = True
+    ctx.legacy_user_map = USER_MAP
+    ctx.clock = ManualClock(NOW)
 
     with pytest.raises(LegacyDryRunFinished) as raised:
         await migrate(ctx)
@@ -467,8 +536,8 @@ async def test_migration_imports_and_a_dry_run_is_never_recorded(db: Db) -> None
     assert 4 not in (await status(db)).applied  # still pending
     assert await db[FACTS].count_documents({}) == 0
 
-    ctx.legacy_dry_run = False  # type: ignore[attr-defined]
-    ctx.embedder = HashEmbedder()  # type: ignore[attr-defined]
+    ctx.legacy_dry_run = False
+    ctx.embedder = HashEmbedder()
     await migrate(ctx)
     assert 4 in (await status(db)).applied
     assert await db[FACTS].count_documents({}) == 4

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pymongo.errors import OperationFailure
+from pymongo.operations import SearchIndexModel
 
 from integrations.mongo import atlas_search
 from integrations.mongo.atlas_search import (
@@ -37,6 +39,8 @@ from integrations.mongo.search_indexes import (
     FILTER_FIELDS,
     TEXT_INDEX,
     VECTOR_INDEX,
+    check_search_indexes,
+    reconcile_search_indexes,
     text_index_definition,
     vector_index_definition,
 )
@@ -307,3 +311,172 @@ async def test_missing_search_indexes(indexes: list[dict[str, Any]], missing: li
 def test_constants_match_the_documented_guidance() -> None:
     assert 10 <= atlas_search.CANDIDATES_PER_RESULT <= 20
     assert atlas_search.MAX_CANDIDATES == 10_000
+
+
+# --- reconciling the search indexes (alfred migrate) ----------------------------------------
+
+
+class SearchIndexStandIn:
+    """The three search-index calls of a collection, over a list of index documents shaped
+    as Atlas's ``$listSearchIndexes`` reports them (``latestDefinition``, ``status``).
+    Atlas cannot run here; this is the only stand-in for it. ``fail`` makes the next
+    create or update raise as Atlas does for a bad definition."""
+
+    def __init__(self, indexes: list[dict[str, Any]] | None = None) -> None:
+        self.indexes = {d["name"]: d for d in indexes or []}
+        self.calls: list[tuple[str, str]] = []
+        self.fail = False
+
+    async def list_search_indexes(self) -> FakeCursor:
+        return FakeCursor([dict(d) for d in self.indexes.values()])
+
+    def _maybe_fail(self) -> None:
+        if self.fail:
+            self.fail = False
+            raise OperationFailure("Index build failed", code=8)
+
+    async def create_search_index(self, model: SearchIndexModel) -> str:
+        doc = model.document
+        self.calls.append(("create", doc["name"]))
+        self._maybe_fail()
+        self.indexes[doc["name"]] = {
+            "name": doc["name"],
+            "type": doc["type"],
+            "status": "PENDING",
+            "latestDefinition": doc["definition"],
+        }
+        return str(doc["name"])
+
+    async def update_search_index(self, name: str, definition: dict[str, Any]) -> None:
+        self.calls.append(("update", name))
+        self._maybe_fail()
+        self.indexes[name]["latestDefinition"] = definition
+        self.indexes[name]["status"] = "PENDING"
+
+
+def atlas_doc(name: str, definition: dict[str, Any], status: str = "READY") -> dict[str, Any]:
+    kind = "vectorSearch" if name == VECTOR_INDEX else "search"
+    return {"name": name, "type": kind, "status": status, "latestDefinition": definition}
+
+
+async def test_reconcile_creates_what_is_missing_then_leaves_it_alone() -> None:
+    facts = SearchIndexStandIn()
+    lines = await reconcile_search_indexes(facts, 384)
+    assert lines == [f"search index {VECTOR_INDEX} created", f"search index {TEXT_INDEX} created"]
+    assert facts.calls == [("create", VECTOR_INDEX), ("create", TEXT_INDEX)]
+    assert facts.indexes[VECTOR_INDEX]["type"] == "vectorSearch"
+    assert facts.indexes[VECTOR_INDEX]["latestDefinition"] == vector_index_definition(384)
+    assert facts.indexes[TEXT_INDEX]["type"] == "search"
+    assert facts.indexes[TEXT_INDEX]["latestDefinition"] == text_index_definition()
+
+    facts.calls.clear()
+    again = await reconcile_search_indexes(facts, 384)
+    assert again == [
+        f"search index {VECTOR_INDEX} up to date (PENDING)",
+        f"search index {TEXT_INDEX} up to date (PENDING)",
+    ]
+    assert facts.calls == [], "a matching index is not touched"
+
+
+async def test_reconcile_updates_the_vector_index_to_a_new_dimension() -> None:
+    facts = SearchIndexStandIn(
+        [
+            atlas_doc(VECTOR_INDEX, vector_index_definition(1536)),
+            atlas_doc(TEXT_INDEX, text_index_definition()),
+        ]
+    )
+    lines = await reconcile_search_indexes(facts, 384)
+    assert lines == [
+        f"search index {VECTOR_INDEX} updated (numDimensions 1536, configured 384)",
+        f"search index {TEXT_INDEX} up to date (READY)",
+    ]
+    assert facts.calls == [("update", VECTOR_INDEX)]
+    assert facts.indexes[VECTOR_INDEX]["latestDefinition"] == vector_index_definition(384)
+
+
+async def test_reconcile_updates_missing_filter_fields() -> None:
+    old = vector_index_definition(384)
+    old["fields"] = [f for f in old["fields"] if f.get("path") != "pkey"]
+    facts = SearchIndexStandIn(
+        [atlas_doc(VECTOR_INDEX, old), atlas_doc(TEXT_INDEX, text_index_definition())]
+    )
+    lines = await reconcile_search_indexes(facts, 384)
+    wanted = sorted(FILTER_FIELDS)
+    without = sorted(set(FILTER_FIELDS) - {"pkey"})
+    assert lines[0] == (
+        f"search index {VECTOR_INDEX} updated (filter fields {without}, configured {wanted})"
+    )
+    assert facts.calls == [("update", VECTOR_INDEX)]
+
+
+async def test_atlas_defaults_in_the_reported_definition_are_not_differences() -> None:
+    # Atlas reports definitions with its own defaults filled in (field order, analysers
+    # left unset on tokens, search analyser): none of that is a reason to rebuild.
+    vector = vector_index_definition(384)
+    vector["fields"] = list(reversed(vector["fields"]))
+    text = text_index_definition()
+    text["analyzer"] = "lucene.standard"
+    text["searchAnalyzer"] = "lucene.standard"
+    text["mappings"]["fields"]["pkey"] = {"type": "token", "normalizer": "none"}
+    facts = SearchIndexStandIn([atlas_doc(VECTOR_INDEX, vector), atlas_doc(TEXT_INDEX, text)])
+    checks = await check_search_indexes(facts, 384)
+    assert [(c.name, c.state) for c in checks] == [
+        (VECTOR_INDEX, "matches"),
+        (TEXT_INDEX, "matches"),
+    ]
+    assert await reconcile_search_indexes(facts, 384) == [
+        f"search index {VECTOR_INDEX} up to date (READY)",
+        f"search index {TEXT_INDEX} up to date (READY)",
+    ]
+    assert facts.calls == []
+
+
+async def test_a_changed_text_mapping_is_updated() -> None:
+    text = text_index_definition()
+    text["mappings"]["fields"]["content"] = {"type": "string", "analyzer": "lucene.standard"}
+    facts = SearchIndexStandIn(
+        [atlas_doc(VECTOR_INDEX, vector_index_definition(384)), atlas_doc(TEXT_INDEX, text)]
+    )
+    lines = await reconcile_search_indexes(facts, 384)
+    assert lines[1] == (
+        f"search index {TEXT_INDEX} updated (field content ('string', 'lucene.standard'), "
+        "configured ('string', 'lucene.english'))"
+    )
+    assert facts.calls == [("update", TEXT_INDEX)]
+
+
+async def test_a_wrong_type_is_reported_not_touched() -> None:
+    wrong = {"name": VECTOR_INDEX, "type": "search", "status": "READY", "latestDefinition": {}}
+    facts = SearchIndexStandIn([wrong, atlas_doc(TEXT_INDEX, text_index_definition())])
+    lines = await reconcile_search_indexes(facts, 384)
+    assert lines[0] == (
+        f"search index {VECTOR_INDEX} has the wrong type (type search, configured "
+        "vectorSearch): drop it in Atlas and run `alfred migrate` again"
+    )
+    assert facts.calls == []
+
+
+async def test_a_failed_creation_is_reported_and_retried_by_the_next_run() -> None:
+    facts = SearchIndexStandIn([atlas_doc(TEXT_INDEX, text_index_definition())])
+    facts.fail = True
+    first = await reconcile_search_indexes(facts, 384)
+    assert first[0].startswith(
+        f"search index {VECTOR_INDEX} could not be created (OperationFailure: Index build failed"
+    )
+    assert first[0].endswith("the next `alfred migrate` tries again")
+    assert VECTOR_INDEX not in facts.indexes
+
+    second = await reconcile_search_indexes(facts, 384)
+    assert second[0] == f"search index {VECTOR_INDEX} created"
+    assert facts.calls == [("create", VECTOR_INDEX), ("create", VECTOR_INDEX)]
+
+
+async def test_status_lines_name_what_migrate_would_do() -> None:
+    facts = SearchIndexStandIn([atlas_doc(VECTOR_INDEX, vector_index_definition(1536))])
+    checks = await check_search_indexes(facts, 384)
+    assert [c.line() for c in checks] == [
+        f"search index {VECTOR_INDEX}: differs (numDimensions 1536, configured 384), READY: "
+        "run `alfred migrate`",
+        f"search index {TEXT_INDEX}: missing (run `alfred migrate`)",
+    ]
+    assert facts.calls == [], "checking never changes anything"
