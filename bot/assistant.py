@@ -502,8 +502,13 @@ class Assistant:
         history = await self._history(thread, inc, lookups)
         from integrations.calendar import CalendarTools
 
-        calendar = await CalendarTools.for_viewer(self.s, viewer)
-        calendar_specs = calendar.specs if flags.calendar else []
+        # MEMORY_CALENDAR off: no tools, and no connection lookup on every reply either.
+        calendar = (
+            await CalendarTools.for_viewer(self.s, viewer)
+            if flags.calendar
+            else CalendarTools(self.s, viewer)
+        )
+        calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
         tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
 

@@ -57,6 +57,7 @@ class Jobs(Protocol):
 def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
     """Validate every line first, so a malformed script fails before anything runs."""
     events: list[tuple[int, str, Any]] = []
+    membership = _Membership()
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if not text or text.startswith("#"):
@@ -85,8 +86,33 @@ def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
             value = {"name": value, "members": members}
         else:
             _check(number, kind, value)
+        membership.follow(number, kind, value)
         events.append((number, kind, value))
     return events
+
+
+@dataclass
+class _Membership:
+    """Who is in which circle at each line, as the script makes it (a ``circle`` line's
+    members, and whoever speaks in a group): a ``calendar`` line may only come from the
+    owner's own DM or from a group the owner is in, or it would store the owner's event
+    in someone else's partition."""
+
+    circles: dict[str, set[str]] = field(default_factory=dict)
+
+    def follow(self, number: int, kind: str, value: Any) -> None:
+        if kind == "circle":
+            self.circles.setdefault(value["name"], set()).update(value["members"])
+        elif kind == "say" and value["in"].startswith("group:"):
+            self.circles.setdefault(value["in"].split(":", 1)[1], set()).add(value["from"])
+        elif kind == "calendar" and value.get("from") is not None:
+            user, (where, name) = value["user"], value["from"].split(":", 1)
+            if where == "dm" and name != user:
+                raise ScriptError(
+                    number, f'a calendar event of {user} can only come from "dm:{user}"'
+                )
+            if where == "group" and user not in self.circles.get(name, set()):
+                raise ScriptError(number, f'{user} is not a member of "group:{name}"')
 
 
 def _check(number: int, kind: str, value: Any) -> None:
@@ -356,6 +382,8 @@ class Replay:
         tool call in ``where`` would deliver it."""
         from integrations.calendar import deliver_event
 
+        if not self.services.settings.flags().calendar:
+            return []  # MEMORY_CALENDAR=false: no calendar memories, as in production
         owner = await self.viewer(user, f"dm:{user}")  # registers the user and their DM
         thread = None if where is None else (await self.viewer(user, where)).thread
         await deliver_event(self.services, owner.user_id, event, thread)

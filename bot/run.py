@@ -1,6 +1,8 @@
 """``alfred run``: the Telegram bot, by long polling or behind a webhook.
 
-Start-up builds the services, applies pending migrations, starts the background worker
+Start-up builds the services, applies pending migrations (and, as every migrate run does,
+reconciles the Atlas search indexes; migration 0004 imports what it can of a legacy
+memory system and logs what it skipped), starts the background worker
 in-process (unless ``RUN_WORKER=external``) and the Telegram application; it stops
 cleanly on SIGINT/SIGTERM, letting go of the embedded servers last.
 """
@@ -101,7 +103,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             from integrations.calendar import (
                 CalendarSetup,
                 make_oauth_routes,
-                start_oauth_server,
+                serve_oauth_redirect,
                 telegram_notifier,
             )
 
@@ -119,7 +121,8 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             else:
                 oauth = None
                 if calendar_on:  # the OAuth redirect needs a web server even when polling
-                    oauth = await start_oauth_server(
+                    # (a taken port is logged; the bot keeps running without it)
+                    oauth = await serve_oauth_redirect(
                         services,
                         host=settings.webhook_listen,
                         port=settings.webhook_port,

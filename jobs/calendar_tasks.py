@@ -4,8 +4,10 @@ Every minute the cron runs :func:`integrations.calendar.sync_due`: context memor
 events that are over are invalidated, and each connected calendar whose next sync is
 due (every ``CALENDAR_SYNC_MINUTES``, sooner after a partial run, later after failures)
 is synced. Ticking every minute costs one indexed query; it makes a new connection's
-first sync start within a minute. The job never raises for a user's failure (the sync
-reschedules that user); only a crash of the sweep itself is an arq failure.
+first sync start within a minute. The sweep ends itself before the job's time limit
+(:func:`sync_config`), so a slow Google delays one user, never the whole sweep. The
+job never raises for a user's failure (the sync reschedules that user); only a crash of
+the sweep itself is an arq failure.
 
 Revocation notices go to the person's DM through Telegram when the worker has a bot
 token; without one they are delivered on the person's next DM message instead.
@@ -18,7 +20,7 @@ from typing import Any
 
 from arq import cron, func
 
-from integrations.calendar import Notify, sync_due
+from integrations.calendar import Notify, SyncConfig, sync_due
 from integrations.settings import Settings
 from jobs.config import JobsConfig
 from jobs.tasks import Ctx, runtime
@@ -52,11 +54,12 @@ def settings_notifier(settings: Settings) -> Notify | None:
 async def calendar_sync_job(ctx: Ctx) -> dict[str, Any]:
     """Cron: expire ended events' memories and sync due calendars. Returns counts only
     (arq keeps results in Redis: no ids, no addresses)."""
-    services = runtime(ctx).services
+    rt = runtime(ctx)
+    services = rt.services
     if not services.settings.flags().calendar:
         return {"calendars": 0, "skipped": "MEMORY_CALENDAR is off"}
     notify = ctx.get(NOTIFY_KEY) or settings_notifier(services.settings)
-    sweep = await sync_due(services, notify=notify)
+    sweep = await sync_due(services, notify=notify, config=sync_config(rt.config))
     statuses: dict[str, int] = {}
     for user in sweep.users:
         statuses[user.status] = statuses.get(user.status, 0) + 1
@@ -68,6 +71,14 @@ async def calendar_sync_job(ctx: Ctx) -> dict[str, Any]:
         "expired": sweep.expired,
         "notices": sweep.notices,
     }
+
+
+def sync_config(config: JobsConfig) -> SyncConfig:
+    """The sweep's time limits under the job's: arq cancels the job at
+    ``cron_timeout``, so the sweep starts no user after 5/6 of it and gives one user at
+    most half of it (120 s → 100 s and 60 s); a user cut short is retried with back-off."""
+    limit = config.cron_timeout
+    return SyncConfig(sweep_budget=limit * 5 / 6, user_deadline=limit / 2)
 
 
 def calendar_functions(config: JobsConfig | None = None) -> list[Any]:

@@ -19,7 +19,9 @@ must never become contacts, it returns what to remember —
 * ``context``: titles such as "meeting with X", "call with X", "X appointment" become
   "Alice has a meeting with X on Tuesday 10 March 2026 at 15:00 Europe/Paris", valid
   until the event ends (``expires_at``); a duty invalidates it then. The date is part of
-  the wording, so each occurrence is its own fact and re-delivering an event dedups.
+  the wording, so each occurrence is its own fact and re-delivering an event dedups. A
+  recurring series is one fact until its last occurrence ends, or, with no end date,
+  for :data:`OPEN_SERIES_HORIZON` after it was last delivered.
 
 Where the memories go (which partition) is not decided here: that is the caller's
 (sync → the owner's DM; created from a group → that group).
@@ -43,6 +45,11 @@ MAX_CONTACT_ATTENDEES = 10
 CONTACT_LOOKBACK = timedelta(days=365)
 #: A timed event without an end lasts this long (Google requires an end; replays may not).
 DEFAULT_DURATION = timedelta(hours=1)
+#: A recurring series with no end is taken as current for this long from when it was
+#: (last) delivered: the sync re-derives it whenever the series changes (an edit, an end
+#: date added, a cancellation), so this only bounds a series nobody keeps up to date any
+#: more (a disconnected calendar, a replay) instead of remembering it for ever.
+OPEN_SERIES_HORIZON = timedelta(days=180)
 #: Longest "X" kept from a title ("meeting with X"), in words and characters.
 MAX_WHO_WORDS = 8
 MAX_WHO_CHARS = 60
@@ -380,7 +387,7 @@ def _context(event: CalendarEvent, owner_name: str, now: datetime) -> DerivedMem
             category=Category.CONTEXT,
             importance=CONTEXT_IMPORTANCE,
             kind="context",
-            expires_at=last_end,
+            expires_at=last_end or max(now, event.start) + OPEN_SERIES_HORIZON,
         )
     end = event.effective_end
     if end is None or end <= now:

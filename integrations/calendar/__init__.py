@@ -22,6 +22,7 @@ from integrations.calendar.oauth import (
     forget_calendar_user,
     make_oauth_routes,
     oauth_path,
+    serve_oauth_redirect,
     start_connect,
     start_oauth_server,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "forget_calendar_user",
     "make_oauth_routes",
     "oauth_path",
+    "serve_oauth_redirect",
     "start_connect",
     "start_oauth_server",
     "sync_due",

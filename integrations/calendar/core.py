@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from integrations.calendar.crypto import CalendarCrypto
 from integrations.calendar.google_client import (
@@ -43,6 +44,10 @@ BAD_KEY = (
     "I can't connect calendars: CALENDAR_ENCRYPTION_KEY is not a valid key. Whoever runs "
     "me needs to fix it (see the README)."
 )
+#: The sweep tries to send a revocation notice this often at most (then it waits for the
+#: person's next DM, whose reply carries it), waiting NOTICE_BACKOFF * 2**(n-1) between.
+NOTICE_ATTEMPTS = 5
+NOTICE_BACKOFF = timedelta(minutes=5)
 REVOKED_NOTICE = (
     "I've lost access to your Google Calendar (the permission was removed or has expired), "
     "so I've stopped syncing it. Send /calendar here to connect it again."
@@ -143,7 +148,10 @@ class CalendarSetup:
             await notify(user_id, REVOKED_NOTICE)
         except Exception as exc:
             log.warning("could not tell user about the revoked calendar: %s", type(exc).__name__)
-            await self.store.undo_revoked_notice(user_id)
+            connection = await self.store.get(user_id)
+            failed = (connection.notice_attempts if connection else 0) + 1
+            retry_at = self.services.clock.now() + NOTICE_BACKOFF * 2 ** (failed - 1)
+            await self.store.undo_revoked_notice(user_id, retry_at)
             return False
         return True
 

@@ -6,7 +6,9 @@ same way:
 
 * partition (DESIGN.md §3): the sync's events are the owner's private knowledge → the
   owner's DM partition; an event created from a chat belongs to that chat: in a group,
-  the member partition of whoever created it there; in a DM, that DM's;
+  the member partition of whoever created it there; in a DM, that DM's. A thread an
+  event cannot have come from — another person's DM, a group the owner or creator is not
+  in — is refused (:class:`memory.errors.Denied`), whoever the caller is;
 * facts go through :class:`memory.facts.FactWriter` (same normalising, embedding and
   unique (partition, hash) dedup as every other fact), with
   ``Provenance(source="calendar", calendar_event_id=…)``;
@@ -28,6 +30,7 @@ from integrations.calendar.core import CalendarSetup
 from integrations.calendar.store import CalendarStore, MemoryLink
 from integrations.container import Services
 from memory.calendar_memories import CalendarEvent, DerivedMemory, derive_memories, parse_event
+from memory.errors import Denied
 from memory.facts import clip_words
 from memory.ids import content_hash
 from memory.models import Category, Fact, Partition, Provenance, Thread, ThreadKind
@@ -242,6 +245,8 @@ async def deliver_event(
     v3 resource or the replay's flat shape. Idempotent: delivering it again stores
     nothing new; a cancelled event invalidates what it had given.
     """
+    if from_thread is not None:
+        await _check_thread(services, owner_user_id, from_thread, creator_user_id)
     memories = await EventMemories(services, owner_user_id).prepare()
     if from_thread is not None and from_thread.kind is ThreadKind.DM:
         creator_user_id = from_thread.user_id
@@ -256,6 +261,23 @@ async def deliver_event(
         creator_user_id=creator_user_id or owner_user_id,
         default_zone=default_zone,
     )
+
+
+async def _check_thread(
+    services: Services, owner_user_id: str, thread: Thread, creator_user_id: str | None
+) -> None:
+    """Refuse a thread an event of ``owner_user_id`` cannot have come from: another
+    person's DM (their partition would get the owner's private event), or a group the
+    owner or the creator is not in. Raises :class:`Denied`."""
+    if thread.kind is ThreadKind.DM:
+        if thread.user_id != owner_user_id or creator_user_id not in (None, owner_user_id):
+            raise Denied("a calendar event can only come from its owner's own private chat")
+        return
+    if thread.circle_id is None:
+        raise Denied("a calendar event from a group needs the group's circle")
+    members = {m.id for m in await services.directory.members(thread.circle_id)}
+    if owner_user_id not in members or (creator_user_id or owner_user_id) not in members:
+        raise Denied("a calendar event can only come from a group its owner and creator are in")
 
 
 async def expire_calendar_memories(services: Services, *, now: datetime | None = None) -> int:

@@ -13,7 +13,10 @@ Errors are sorted here, once, into what a caller can act on:
 * 403 ``rateLimitExceeded`` / 429 / 5xx / network → retried here with exponential
   back-off (``Retry-After`` honoured); still failing → :class:`CalendarRateLimited` or
   :class:`memory.errors.Unavailable`, and the sync tries again later;
-* other 403 → :class:`CalendarForbidden`; 400 → :class:`CalendarBadRequest`.
+* other 403 → :class:`CalendarForbidden`; 400 → :class:`CalendarBadRequest`;
+* 409 → :class:`CalendarConflict`: an inserted event's client-chosen id exists. On a
+  retried insert that means the first attempt was stored (its answer was lost), so
+  :meth:`CalendarClient.create_event` returns that event instead of making a second.
 
 Access tokens are refreshed automatically by google-auth when they expire (or on a
 401); :attr:`CalendarClient.tokens_changed` tells the caller to store the new ones.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -81,6 +85,10 @@ class CalendarForbidden(Denied):
 
 class CalendarBadRequest(BadInput):
     """Google rejected the request as malformed (e.g. an impossible event time)."""
+
+
+class CalendarConflict(AlfredError):
+    """Google answered 409: an event with this id exists already."""
 
 
 class CalendarRateLimited(RateLimited):
@@ -234,6 +242,8 @@ def translate(exc: BaseException) -> BaseException:
             return CalendarForbidden(f"Google refused: {message}")
         if status == 400:
             return CalendarBadRequest(f"Google rejected the request: {message}")
+        if status == 409:
+            return CalendarConflict(f"Google already has this event: {message}")
         if status >= 500 or status in (408, 0):
             return _Retryable(Unavailable(COMPONENT, f"Google answered {status}"))
         return AlfredError(f"Google Calendar answered {status}: {message}")
@@ -383,10 +393,35 @@ class CalendarClient:
         )
 
     async def create_event(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Insert an event in the primary calendar; guests are not emailed."""
-        return await self._call(
-            lambda s: s.events().insert(calendarId="primary", body=body, sendUpdates="none")
-        )
+        """Insert an event in the primary calendar; guests are not emailed.
+
+        The event carries an id chosen here, so a retried insert cannot make a second
+        event: if Google stored the first attempt but its answer was lost (time-out,
+        5xx), the retry gets 409 for that id, and the stored event is fetched instead.
+        """
+        body = {**body, "id": body.get("id") or new_event_id()}
+        attempts = 0
+
+        def insert(s: Any) -> Any:
+            nonlocal attempts
+            attempts += 1
+            return s.events().insert(calendarId="primary", body=body, sendUpdates="none")
+
+        try:
+            return await self._call(insert)
+        except CalendarConflict:
+            if attempts < 2:  # a 409 on the first try: the id really was taken
+                raise
+            log.info("google calendar: a retried insert had already been stored")
+            return await self._call(
+                lambda s: s.events().get(calendarId="primary", eventId=body["id"])
+            )
+
+
+def new_event_id() -> str:
+    """A client-chosen event id: Google accepts base32hex (``0-9``, ``a-v``), 5-1024
+    characters; 128 random bits in hex (a subset) after a readable prefix."""
+    return f"alfred{secrets.token_hex(16)}"
 
 
 async def revoke_token(token: str, endpoints: GoogleEndpoints, wait: float = 10.0) -> bool:

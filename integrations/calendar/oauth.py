@@ -30,9 +30,10 @@ import requests
 from aiohttp import web
 from google_auth_oauthlib.flow import Flow
 from oauthlib.oauth2.rfc6749.errors import OAuth2Error
+from pymongo.errors import PyMongoError
 
 from integrations.calendar.core import CalendarSetup, Notify
-from integrations.calendar.crypto import STATE_TTL, InvalidState
+from integrations.calendar.crypto import STATE_TTL, InvalidState, UnreadableTokens
 from integrations.calendar.google_client import SCOPES, TokenBundle, revoke_token
 from integrations.container import Services
 from memory.errors import AlfredError, ConfigurationError, Unavailable
@@ -244,6 +245,21 @@ def make_oauth_routes(
             return _page(
                 502, "Google didn't answer", "Please try again in a minute: send /calendar."
             )
+        except UnreadableTokens:  # the encryption key changed since the link was made
+            return _page(
+                400,
+                "This link can't be used",
+                "Alfred's settings changed since this link was made. Send /calendar to me "
+                "again for a fresh link.",
+            )
+        except (AlfredError, PyMongoError) as exc:  # our database: a page, never a 500
+            log.warning("calendar connection not saved: %s", type(exc).__name__)
+            return _page(
+                503,
+                "Calendar not connected",
+                "Alfred couldn't save the connection just now. Please send /calendar to me "
+                "again in a minute.",
+            )
         if notify is not None:
             try:
                 await notify(user_id, CONNECTED_NOTICE)
@@ -283,8 +299,39 @@ async def start_oauth_server(
     app.router.add_get("/healthz", healthz)
     runner = web.AppRunner(app)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     return runner
+
+
+async def serve_oauth_redirect(
+    services: Services,
+    *,
+    host: str,
+    port: int,
+    notify: Notify | None = None,
+    on_connected: OnConnected | None = None,
+) -> web.AppRunner | None:
+    """:func:`start_oauth_server` for the polling bot: if the address is taken, say so
+    clearly in the log and return None — the bot keeps answering; only completing a
+    calendar connection waits until the redirect can be served."""
+    try:
+        return await start_oauth_server(
+            services, host=host, port=port, notify=notify, on_connected=on_connected
+        )
+    except OSError as exc:
+        log.error(
+            "cannot serve Google's calendar redirect on %s:%s (%s): the bot keeps running, "
+            "but nobody can finish connecting a calendar until WEBHOOK_PORT is free or "
+            "changed",
+            host,
+            port,
+            exc.strerror or type(exc).__name__,
+        )
+        return None
 
 
 async def forget_calendar_user(services: Services, user_id: str) -> None:

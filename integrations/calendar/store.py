@@ -42,6 +42,9 @@ class CalendarConnection:
     full_sync: bool = True
     allow_others_to_create: bool = False
     notified_revoked: bool = False
+    #: Failed attempts to send the revocation notice, and when the sweep may try again.
+    notice_attempts: int = 0
+    notice_retry_at: datetime | None = None
     time_zone: str | None = None
     connected_at: datetime | None = None
     last_sync_at: datetime | None = None
@@ -65,6 +68,8 @@ class CalendarConnection:
             full_sync=bool(doc.get("full_sync", True)),
             allow_others_to_create=bool(doc.get("allow_others_to_create", False)),
             notified_revoked=bool(doc.get("notified_revoked", False)),
+            notice_attempts=int(doc.get("notice_attempts", 0)),
+            notice_retry_at=doc.get("notice_retry_at"),
             time_zone=doc.get("time_zone"),
             connected_at=doc.get("connected_at"),
             last_sync_at=doc.get("last_sync_at"),
@@ -189,6 +194,8 @@ class CalendarStore:
                     "revoked_at": now,
                     "last_error": reason,
                     "notified_revoked": False,
+                    "notice_attempts": 0,
+                    "notice_retry_at": None,
                 }
             },
         )
@@ -202,14 +209,29 @@ class CalendarStore:
         )
         return result.modified_count > 0
 
-    async def undo_revoked_notice(self, user_id: str) -> None:
-        """The notice could not be delivered: try again next time."""
+    async def undo_revoked_notice(self, user_id: str, retry_at: datetime | None = None) -> None:
+        """The notice could not be delivered: one more failed attempt; the sweep tries
+        again from ``retry_at`` (the next DM reply delivers it in any case)."""
         await self._conn.update_one(
-            {"_id": user_id, "status": "revoked"}, {"$set": {"notified_revoked": False}}
+            {"_id": user_id, "status": "revoked"},
+            {
+                "$set": {"notified_revoked": False, "notice_retry_at": retry_at},
+                "$inc": {"notice_attempts": 1},
+            },
         )
 
-    async def revoked_unnotified(self) -> list[str]:
-        cursor = self._conn.find({"status": "revoked", "notified_revoked": False}, {"_id": 1})
+    async def revoked_unnotified(self, now: datetime, max_attempts: int) -> list[str]:
+        """Revoked users still owed the notice whose next attempt is due, fewer than
+        ``max_attempts`` having failed."""
+        cursor = self._conn.find(
+            {
+                "status": "revoked",
+                "notified_revoked": False,
+                "notice_attempts": {"$not": {"$gte": max_attempts}},
+                "$or": [{"notice_retry_at": None}, {"notice_retry_at": {"$lte": now}}],
+            },
+            {"_id": 1},
+        )
         return [str(d["_id"]) async for d in cursor]
 
     async def due(self, now: datetime, limit: int = 100) -> list[str]:

@@ -13,19 +13,26 @@ What goes wrong is kept to one user and one run, never the process:
   of events the full sync no longer sees are invalidated when it completes;
 * rate limits and outages are retried by the client; still failing → this user's next
   sync is pushed back exponentially (5 min … 6 h), the others go on;
+* a run longer than its deadline (:attr:`SyncConfig.user_deadline`, below the cron
+  job's time limit), or one cancelled by that limit → a failure as well: the lease is
+  released and the next sync pushed back, so the other users' syncs go on;
 * a revoked token → the connection is marked revoked, its tokens deleted, syncing
-  stops, and the person is told once (now through ``notify``, or on their next DM).
+  stops, and the person is told once (now through ``notify``, or on their next DM);
+  a notice that cannot be sent is tried again with back-off, a few times only
+  (:data:`integrations.calendar.core.NOTICE_ATTEMPTS`), and in any case on their next
+  DM.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from integrations.calendar.core import CalendarSetup, Notify
+from integrations.calendar.core import NOTICE_ATTEMPTS, CalendarSetup, Notify
 from integrations.calendar.crypto import UnreadableTokens
 from integrations.calendar.deliver import DeliveryReport, EventMemories, expire_calendar_memories
 from integrations.calendar.google_client import (
@@ -35,6 +42,7 @@ from integrations.calendar.google_client import (
     RetryPolicy,
     SyncTokenExpired,
 )
+from integrations.calendar.store import CalendarConnection
 from integrations.container import Services
 from memory.errors import AlfredError, RateLimited
 from memory.models import Partition
@@ -59,6 +67,13 @@ class SyncConfig:
     max_failure_backoff: timedelta = timedelta(hours=6)
     #: Users synced per sweep (the rest are due on the next tick).
     users_per_sweep: int = 100
+    #: One user's run ends after this long (a failure, retried with back-off): with a
+    #: 30 s HTTP time-out and five attempts a call alone could take minutes, and the
+    #: cron job is cancelled at ``JobsConfig.cron_timeout`` (120 s).
+    user_deadline: float = 60.0
+    #: A sweep starts no user after this long, and gives the last one only what is
+    #: left, so the whole sweep ends before the cron's time limit.
+    sweep_budget: float = 100.0
 
     def backoff(self, failures: int) -> timedelta:
         factor: int = 2 ** max(0, failures - 1)
@@ -102,9 +117,18 @@ async def sync_user(
     *,
     notify: Notify | None = None,
     config: SyncConfig | None = None,
+    deadline: float | None = None,
 ) -> SyncReport:
-    """Sync one user's calendar now (if connected and not being synced elsewhere)."""
+    """Sync one user's calendar now (if connected and not being synced elsewhere).
+
+    The run is bounded by ``deadline`` seconds (default :attr:`SyncConfig.user_deadline`).
+    Running out of time, or being cancelled (the cron job's own time limit), counts as a
+    failed run: the user's next sync is pushed back with the usual back-off, so a slow
+    calendar never blocks the sweep for everyone else minute after minute. What was
+    synced so far is kept (the position is saved after every page).
+    """
     config = config or SyncConfig()
+    limit = config.user_deadline if deadline is None else deadline
     setup = CalendarSetup.of(services)
     report = SyncReport(user_id)
     if setup.problem() is not None:
@@ -118,6 +142,49 @@ async def sync_user(
     if not await setup.store.lease(user_id, now, now + config.lease):
         report.status, report.error = "skipped", "another sync holds the lease"
         return report
+    try:
+        async with asyncio.timeout(limit):
+            return await _run(services, setup, connection, report, notify, config, now)
+    except TimeoutError:
+        report.status, report.error = "retry_later", f"the sync took longer than {limit:g}s"
+        await _failed(setup, connection, config, now, report.error)
+        return report
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await _failed(setup, connection, config, now, "the sync was cancelled")
+        raise
+    except Exception:
+        await setup.store.release(user_id)
+        raise
+
+
+async def _failed(
+    setup: CalendarSetup,
+    connection: CalendarConnection,
+    config: SyncConfig,
+    now: datetime,
+    error: str,
+    retry_after: float | None = None,
+) -> timedelta:
+    """Record a failed run: the lease goes, and the next try is pushed back."""
+    wait = config.backoff(connection.failures + 1)
+    if retry_after:
+        wait = max(wait, timedelta(seconds=retry_after))
+    await setup.store.finish_run(connection.user_id, now, now + wait, error=error)
+    return wait
+
+
+async def _run(
+    services: Services,
+    setup: CalendarSetup,
+    connection: CalendarConnection,
+    report: SyncReport,
+    notify: Notify | None,
+    config: SyncConfig,
+    now: datetime,
+) -> SyncReport:
+    """The run itself, with the lease held."""
+    user_id = connection.user_id
     client = None
     try:
         try:
@@ -197,17 +264,11 @@ async def sync_user(
         if client is not None:
             with contextlib.suppress(AlfredError):
                 await setup.save_refreshed(user_id, client)
-        failures = connection.failures + 1
-        wait = config.backoff(failures)
-        if isinstance(exc, RateLimited) and exc.retry_after:
-            wait = max(wait, timedelta(seconds=exc.retry_after))
-        await setup.store.finish_run(user_id, now, now + wait, error=exc.message)
+        retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
+        wait = await _failed(setup, connection, config, now, exc.message, retry_after)
         log.warning("calendar sync failed (%s); next try in %s", exc.message, wait)
         report.status, report.error = "retry_later", exc.message
         return report
-    except BaseException:
-        await setup.store.release(user_id)
-        raise
     finally:
         if client is not None:
             client.close()
@@ -231,16 +292,27 @@ async def sync_due(
     setup = CalendarSetup.of(services)
     if setup.problem() is not None:
         return sweep
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + config.sweep_budget
     for user_id in await setup.store.due(services.clock.now(), limit=config.users_per_sweep):
+        left = ends - loop.time()
+        if left <= 0:  # the rest are still due: the next tick takes them
+            break
+        deadline = min(config.user_deadline, left)
         try:
-            sweep.users.append(await sync_user(services, user_id, notify=notify, config=config))
+            sweep.users.append(
+                await sync_user(services, user_id, notify=notify, config=config, deadline=deadline)
+            )
         except Exception as exc:  # a bug for one user must not starve the others
             log.exception("calendar sync of a user crashed")
             sweep.users.append(SyncReport(user_id, status="retry_later", error=repr(exc)))
             now = services.clock.now()
             await setup.store.finish_run(user_id, now, now + config.backoff(1), error=repr(exc))
     if notify is not None:
-        for user_id in await setup.store.revoked_unnotified():
+        due_notices = await setup.store.revoked_unnotified(
+            services.clock.now(), max_attempts=NOTICE_ATTEMPTS
+        )
+        for user_id in due_notices:
             if await setup.tell_revoked(user_id, notify):
                 sweep.notices += 1
     return sweep

@@ -1,11 +1,12 @@
 """The chat model's calendar tools: list upcoming events, create an event.
 
 Offered only when they can work: calendars are configured here, and the speaker has a
-connected calendar (list and create), or — in a group — another member has connected
-theirs *and* allowed others to add events to it (create, for that member; default no).
-Listing only ever reads the speaker's own calendar: nobody can ask Alfred to read out
-someone else's. A created event is remembered at once, in the partition of the chat it
-was created in (DESIGN.md §3).
+connected calendar (create; list only in the speaker's own DM), or — in a group —
+another member has connected theirs *and* allowed others to add events to it (create,
+for that member; default no). Listing only ever reads the speaker's own calendar, and
+only in their DM: a group reply is read by everyone, and is journaled in the group. A
+created event is remembered at once, in the partition of the chat it was created in
+(DESIGN.md §3).
 
 Tool results are plain text for the model. Failures come back as ``error: …`` lines
 the model can explain; nothing here raises into the reply path.
@@ -116,6 +117,10 @@ REVOKED = (
     "The owner can send /calendar in a private chat with Alfred to reconnect."
 )
 GOOGLE_DOWN = "error: Google Calendar is not answering right now. Suggest trying again later."
+LIST_ONLY_IN_DM = (
+    "error: calendar events are only read out in a private chat with Alfred, never in a "
+    "group. The person can ask Alfred there."
+)
 
 
 class _ToolInputError(Exception):
@@ -142,7 +147,10 @@ class CalendarTools:
             return tools
         own = await setup.store.get(viewer.user_id)
         if own is not None and own.connected:
-            tools.specs = [LIST_EVENTS, CREATE_EVENT]
+            # Listing reads private events out loud: only in the speaker's own DM, never
+            # where other members would see the reply (DESIGN.md §3).
+            in_own_dm = _in_own_dm(viewer)
+            tools.specs = [LIST_EVENTS, CREATE_EVENT] if in_own_dm else [CREATE_EVENT]
         elif viewer.thread.kind is ThreadKind.GROUP and viewer.thread.circle_id:
             members = await services.directory.members(viewer.thread.circle_id)
             others = [m.id for m in members if m.id != viewer.user_id]
@@ -209,6 +217,8 @@ class CalendarTools:
     # --- list ------------------------------------------------------------------------
 
     async def _list(self, args: dict[str, Any]) -> str:
+        if not _in_own_dm(self.viewer):  # a forced call in a group: nothing is read
+            return LIST_ONLY_IN_DM
         connection = await self._connection(self.viewer.user_id)
         if connection is None:
             return NOT_CONNECTED
@@ -264,12 +274,12 @@ class CalendarTools:
         if target.id == speaker:
             return speaker, "your"
         connection = await self._connection(target.id)
-        if connection is None:
-            raise _ToolInputError(f"{target.name} hasn't connected a Google Calendar")
-        if not connection.allow_others_to_create:
+        if connection is None or not connection.allow_others_to_create:
+            # One answer for "not connected" and "not allowed": the group reads it, and
+            # whether a member connected a calendar is theirs to tell.
             raise _ToolInputError(
                 f"{target.name} hasn't allowed others to add events to their calendar "
-                "(they can send /calendar allow to Alfred in a private chat)"
+                "(only they can change that, in a private chat with Alfred)"
             )
         return target.id, f"{target.name}'s"
 
@@ -327,6 +337,12 @@ class CalendarTools:
         return f'Created "{event.title or title}" {when} in {whose} calendar.'.replace("  ", " ")
 
 
+def _in_own_dm(viewer: Viewer) -> bool:
+    """Whether the viewer speaks in their own private chat (nobody else reads the reply)."""
+    thread = viewer.thread
+    return thread.kind is ThreadKind.DM and thread.user_id == viewer.user_id
+
+
 def _matches(user: User, wanted: str) -> bool:
     return user.name.casefold() == wanted or (user.username or "").casefold() == wanted
 
@@ -369,7 +385,11 @@ def _times(start: str | None, end: str | None, all_day: bool, zone: str) -> dict
         raise _ToolInputError("times look like 2026-03-10T15:00 (ISO 8601)") from None
     if ends is None:
         ends = begins + timedelta(hours=1)
-    if (begins.tzinfo is None) != (ends.tzinfo is None):
+    # One side with an offset and the other without: both are read in the offset given
+    # (never silently dropped), so the event is where the model said.
+    if begins.tzinfo is None and ends.tzinfo is not None:
+        begins = begins.replace(tzinfo=ends.tzinfo)
+    elif ends.tzinfo is None and begins.tzinfo is not None:
         ends = ends.replace(tzinfo=begins.tzinfo)
     if ends <= begins:
         raise _ToolInputError("the event ends before it starts")

@@ -8,22 +8,29 @@ tests check what production sends and receives. It speaks:
   (``syncToken``; 410 Gone ``fullSyncRequired`` for an expired token), pagination
   (``pageToken``, ``maxResults``), and the agent's listing (``timeMin``/``timeMax``,
   ``singleEvents``, ``orderBy=startTime``);
-* ``POST /calendar/v3/calendars/primary/events`` — insert;
+* ``POST /calendar/v3/calendars/primary/events`` — insert, with a client-chosen ``id``
+  (base32hex ``0-9a-v``, 5-1024 characters: 400 otherwise) and 409 ``duplicate`` when
+  that id exists; ``GET …/events/{eventId}`` — one event;
 * ``POST /token`` — ``authorization_code`` (with PKCE) and ``refresh_token`` grants,
   ``invalid_grant`` for a revoked refresh token; ``POST /revoke``.
 
 Requests need ``Authorization: Bearer`` with a live access token (401 otherwise, which
 makes google-auth refresh and retry). Faults are scripted with :meth:`FakeGoogle.fail`
-(e.g. 403 ``rateLimitExceeded`` twice, then normal answers), and every request is
-recorded in :attr:`FakeGoogle.requests`.
+(e.g. 403 ``rateLimitExceeded`` twice, then normal answers; ``after=True``: the
+request is carried out first, then answered with the fault, as when Google stored an
+event but the answer was lost), :meth:`FakeGoogle.stall` makes requests hang until
+:meth:`FakeGoogle.resume` (a slow Google), and every request is recorded in
+:attr:`FakeGoogle.requests`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import itertools
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,6 +39,7 @@ from typing import Any
 from aiohttp import web
 
 EVENTS_PATH = "/calendar/v3/calendars/primary/events"
+_EVENT_ID = re.compile(r"^[0-9a-v]{5,1024}$")
 
 
 @dataclass
@@ -55,6 +63,8 @@ class Fault:
     times: int
     path: str
     retry_after: str | None = None
+    #: The request is carried out, then answered with this fault.
+    after: bool = False
 
 
 @dataclass
@@ -96,6 +106,11 @@ class FakeGoogle:
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
         self.down = False
+        #: Set while requests hang (cleared: they wait; :meth:`resume` lets them go).
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+        #: Set when a request starts hanging (clear it to wait for the next one).
+        self.held = asyncio.Event()
         self.granted_scope = (
             "openid https://www.googleapis.com/auth/userinfo.email "
             "https://www.googleapis.com/auth/calendar.events"
@@ -110,6 +125,7 @@ class FakeGoogle:
         app = web.Application()
         app.router.add_get(EVENTS_PATH, self._list)
         app.router.add_post(EVENTS_PATH, self._insert)
+        app.router.add_get(EVENTS_PATH + "/{event_id}", self._get)
         app.router.add_post("/token", self._token)
         app.router.add_post("/revoke", self._revoke)
         self._runner = web.AppRunner(app)
@@ -121,6 +137,7 @@ class FakeGoogle:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.resume()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -171,9 +188,24 @@ class FakeGoogle:
         times: int = 1,
         path: str = EVENTS_PATH,
         retry_after: str | None = None,
+        after: bool = False,
     ) -> None:
-        """The next ``times`` requests to ``path`` get ``status`` (then normal answers)."""
-        self.faults.append(Fault(status, reason, times, path, retry_after))
+        """The next ``times`` requests to ``path`` get ``status`` (then normal answers);
+        ``after``: each is carried out first and only its answer is the fault."""
+        self.faults.append(Fault(status, reason, times, path, retry_after, after))
+
+    def stall(self) -> None:
+        """Calendar requests hang from now on (Google is slow), until :meth:`resume`."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
+    async def _hold(self) -> None:
+        """Hang while stalled; :attr:`held` tells a test a request is hanging now."""
+        if not self._flowing.is_set():
+            self.held.set()
+            await self._flowing.wait()
 
     def put_event(self, email: str, event: dict[str, Any]) -> dict[str, Any]:
         """Add or change an event (as the person would in Google Calendar)."""
@@ -201,11 +233,11 @@ class FakeGoogle:
 
     # --- handlers ------------------------------------------------------------------
 
-    def _fault(self, path: str) -> web.Response | None:
-        if self.down:
+    def _fault(self, path: str, *, after: bool = False) -> web.Response | None:
+        if self.down and not after:
             return web.Response(status=503, text="down")
         for fault in self.faults:
-            if fault.path == path and fault.times > 0:
+            if fault.path == path and fault.times > 0 and fault.after == after:
                 fault.times -= 1
                 if fault.reason:
                     response = _error(fault.status, fault.reason, fault.reason)
@@ -230,6 +262,7 @@ class FakeGoogle:
     async def _list(self, request: web.Request) -> web.Response:
         query = dict(request.query)
         self.requests.append(Recorded("GET", EVENTS_PATH, query))
+        await self._hold()
         if (fault := self._fault(EVENTS_PATH)) is not None:
             return fault
         acc = self._account(request)
@@ -275,6 +308,7 @@ class FakeGoogle:
     async def _insert(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(Recorded("POST", EVENTS_PATH, dict(request.query), body))
+        await self._hold()
         if (fault := self._fault(EVENTS_PATH)) is not None:
             return fault
         acc = self._account(request)
@@ -282,6 +316,10 @@ class FakeGoogle:
             return _error(401, "authError", "Invalid Credentials")
         if not body.get("start") or not body.get("end"):
             return _error(400, "required", "Missing end time.")
+        if "id" in body and not _EVENT_ID.match(str(body["id"])):
+            return _error(400, "invalid", "Invalid resource id value.")
+        if body.get("id") in acc.events:
+            return _error(409, "duplicate", "The requested identifier already exists.")
         event = self.put_event(
             acc.email,
             {
@@ -290,6 +328,22 @@ class FakeGoogle:
                 "creator": {"email": acc.email, "self": True},
             },
         )
+        if (fault := self._fault(EVENTS_PATH, after=True)) is not None:
+            return fault  # stored, but the answer is lost
+        return web.json_response(event)
+
+    async def _get(self, request: web.Request) -> web.Response:
+        event_id = request.match_info["event_id"]
+        self.requests.append(Recorded("GET", f"{EVENTS_PATH}/{event_id}", dict(request.query)))
+        await self._hold()
+        if (fault := self._fault(EVENTS_PATH)) is not None:
+            return fault
+        acc = self._account(request)
+        if acc is None:
+            return _error(401, "authError", "Invalid Credentials")
+        event = acc.events.get(event_id)
+        if event is None:
+            return _error(404, "notFound", "Not Found")
         return web.json_response(event)
 
     async def _token(self, request: web.Request) -> web.Response:

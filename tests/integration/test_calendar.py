@@ -8,11 +8,21 @@ MongoDB. The clock is simulated; Google's own token expiry is real time.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import itertools
+import json
+import logging
+import re
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,6 +32,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
+from bot.assistant import Assistant
+from bot.incoming import Incoming, Sender
+from bot.replay import ScriptError, parse_script
 from integrations.calendar import (
     CREATE_EVENT,
     LIST_EVENTS,
@@ -34,25 +47,31 @@ from integrations.calendar import (
     expire_calendar_memories,
     finish_connect,
     make_oauth_routes,
+    serve_oauth_redirect,
     start_connect,
     sync_due,
     sync_user,
     take_revoked_notice,
 )
 from integrations.calendar.commands import IN_GROUP
-from integrations.calendar.core import NO_KEY, NOT_CONFIGURED
+from integrations.calendar.core import NO_KEY, NOT_CONFIGURED, NOTICE_ATTEMPTS
 from integrations.calendar.crypto import InvalidState
 from integrations.calendar.google_client import RetryPolicy, TokenBundle
 from integrations.calendar.store import CONNECTIONS
+from integrations.calendar.tools import GOOGLE_DOWN, LIST_ONLY_IN_DM
 from integrations.container import Services, build_services
 from integrations.mongo.migrator import MigrationContext, migrate
+from integrations.redis_connection import RedisHandle
 from integrations.settings import Settings
 from memory.clock import ManualClock
+from memory.errors import Denied
 from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
+from tests.helpers.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from tests.helpers.fakes import HashEmbedder
+from tests.helpers.replay import probe, probes, replay_lines, say
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ALICE, BOB, CAROL = "1001", "1002", "1003"
@@ -124,12 +143,21 @@ def calendar_settings(base: Settings, google: FakeGoogle, **extra: Any) -> Setti
 
 @pytest.fixture
 async def world(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
+    async with open_world(settings, monkeypatch) as made:
+        yield made
+
+
+@asynccontextmanager
+async def open_world(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, **extra: Any
+) -> AsyncIterator[World]:
+    """Alice and Bob in circle Fam, Carol alone; ``extra`` settings (e.g. the chat model)."""
     # The local token endpoint is plain HTTP on loopback; oauthlib insists on HTTPS.
     monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")
     async with FakeGoogle() as google:
         clock = ManualClock(NOW)
         s = await build_services(
-            calendar_settings(settings, google), clock=clock, embedder=HashEmbedder()
+            calendar_settings(settings, google, **extra), clock=clock, embedder=HashEmbedder()
         )
         try:
             await migrate(MigrationContext(s.mongo.db, False, 64, log=lambda _: None))
@@ -644,3 +672,464 @@ async def test_redirect_server_for_polling_mode(world: World) -> None:
                 assert bare.status == 400
     finally:
         await runner.cleanup()
+
+
+# --- privacy of listing, replay lines, the guard ----------------------------------------
+
+SECRET_TITLE = "Oncology appointment"  # only ever in Alice's calendar
+
+
+def chat_model(request: RecordedRequest) -> Any:
+    """The chat model: calls the calendar tool a message names (LIST, CREATE) once, even
+    when it is not offered, then repeats everything it was given (the worst case: a model
+    that leaks whatever is in its prompt and tool results)."""
+    if not request.tools:
+        return completion("{}")
+    answered = any(m.get("role") == "tool" for m in request.messages)
+    text = request.last_user_text
+    if not answered and "LIST" in text:
+        return completion(None, tool_calls=[tool_call(LIST_EVENTS.name, {"days": 7})])
+    if not answered and "CREATE" in text:
+        args = {"title": "Lunch with Sam", "start": "2026-03-05T12:30"}
+        return completion(None, tool_calls=[tool_call(CREATE_EVENT.name, args)])
+    said = " | ".join(str(m.get("content")) for m in request.messages if m.get("role") == "tool")
+    return completion(f"Tool said: {said}" if said else "Noted.")
+
+
+@dataclass
+class Chat:
+    """The real reply path (bot.assistant) over the world, with the chat model on a local
+    OpenAI-compatible server."""
+
+    world: World
+    fake: FakeOpenAI
+    assistant: Assistant
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    async def say(self, who: str, where: str, text: str) -> list[str]:
+        name = {ALICE: "Alice", BOB: "Bob", CAROL: "Carol"}[who]
+        group = where == "group"
+        turn = await self.assistant.handle(
+            Incoming(
+                chat_id=int(FAM) if group else int(who),
+                chat_type="group" if group else "private",
+                sender=Sender(int(who), name, name.lower()),
+                message_id=next(self.ids),
+                text=text,
+                chat_title="Fam" if group else None,
+                addressed=group,
+            )
+        )
+        return [out.text for out in turn.replies]
+
+    def offered(self) -> list[set[str]]:
+        """The tool names offered in each reply-path call of the chat model."""
+        return [
+            {t["function"]["name"] for t in r.tools} for r in self.fake.chat_requests if r.tools
+        ]
+
+
+@asynccontextmanager
+async def open_chat(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, **extra: Any
+) -> AsyncIterator[Chat]:
+    async with FakeOpenAI(embedding_dimensions=64) as fake:
+        fake.set_handler(chat_model)
+        llm = {"openai_api_key": SecretStr("test-key"), "openai_base_url": fake.base_url}
+        async with open_world(settings, monkeypatch, **llm, **extra) as made:
+            yield Chat(made, fake, Assistant(made.s, bot_username="alfred"))
+
+
+async def test_listing_is_never_offered_nor_run_in_a_group(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_chat(settings, monkeypatch) as chat:
+        w = chat.world
+        await w.connect(ALICE, ALICE_MAIL)
+        w.google.put_event(ALICE_MAIL, {"id": "onc", "summary": SECRET_TITLE, **when(3, 10)})
+        group_tools = await CalendarTools.for_viewer(w.s, await w.viewer(ALICE, "group"))
+        assert group_tools.specs == [CREATE_EVENT]
+        listings = w.google.count("GET")
+        forced = await group_tools.run(ToolCall(id="1", name=LIST_EVENTS.name, arguments={}))
+        assert forced == LIST_ONLY_IN_DM and w.google.count("GET") == listings
+        # through the reply path: a model that calls the tool anyway, and repeats it all
+        in_group = await chat.say(ALICE, "group", "@alfred LIST what's on my calendar?")
+        assert in_group and not any("oncology" in t.lower() for t in in_group)
+        assert w.google.count("GET") == listings, "Google was never asked from the group"
+        assert chat.offered()[-1] & {LIST_EVENTS.name} == set()
+        journal = await w.s.journal.recent(FAM, limit=50)
+        assert journal and not any("oncology" in m.text.lower() for m in journal)
+        # in her DM it works, and the reply uses the tool's answer
+        in_dm = await chat.say(ALICE, "dm", "LIST what's on my calendar this week?")
+        assert LIST_EVENTS.name in chat.offered()[-1]
+        assert any(SECRET_TITLE in t for t in in_dm)
+
+
+async def test_the_agent_creates_an_event_through_the_chat_model(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_chat(settings, monkeypatch) as chat:
+        w = chat.world
+        await w.connect(ALICE, ALICE_MAIL)
+        replies = await chat.say(ALICE, "dm", "CREATE lunch with Sam on Thursday at 12:30")
+        events = list(w.google.accounts[ALICE_MAIL].events.values())
+        assert [e["summary"] for e in events] == ["Lunch with Sam"]
+        assert events[0]["start"] == {"dateTime": "2026-03-05T12:30:00", "timeZone": "Europe/Paris"}
+        assert any('Created "Lunch with Sam" on Thursday 5 March 2026' in t for t in replies)
+        facts = [f.content for f in await w.facts(Partition.dm(ALICE))]
+        assert facts == ["Alice has lunch with Sam on Thursday 5 March 2026 at 12:30 Europe/Paris"]
+
+
+async def test_google_down_the_bot_still_answers(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_chat(settings, monkeypatch) as chat:
+        await chat.world.connect(ALICE, ALICE_MAIL)
+        chat.world.google.down = True
+        replies = await chat.say(ALICE, "dm", "LIST anything on my calendar tomorrow?")
+        assert any(GOOGLE_DOWN in t for t in replies)
+
+
+async def test_revoked_notice_comes_with_the_next_dm_reply(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_chat(settings, monkeypatch) as chat:
+        w = chat.world
+        await w.connect(ALICE, ALICE_MAIL)
+        w.google.revoke_account(ALICE_MAIL)
+        w.google.expire_access_tokens()
+        assert (await sync_user(w.s, ALICE, config=FAST)).status == "revoked"
+        # not in the group (everyone reads it there)
+        assert REVOKED_NOTICE not in await chat.say(ALICE, "group", "@alfred hello")
+        first = await chat.say(ALICE, "dm", "hello")
+        assert first[-1] == REVOKED_NOTICE and len(first) == 2
+        assert REVOKED_NOTICE not in await chat.say(ALICE, "dm", "hello again")
+
+
+async def test_calendar_flag_off_offers_no_tools_and_syncs_nothing(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, redis: RedisHandle
+) -> None:
+    async with open_chat(settings, monkeypatch, memory_calendar=False) as chat:
+        w = chat.world
+        await w.connect(ALICE, ALICE_MAIL)
+        w.google.put_event(ALICE_MAIL, {"id": "onc", "summary": SECRET_TITLE, **when(3, 10)})
+        replies = await chat.say(ALICE, "dm", "LIST what's on my calendar?")
+        offered = chat.offered()
+        assert offered and all(
+            not names & {LIST_EVENTS.name, CREATE_EVENT.name} for names in offered
+        )
+        assert not any("oncology" in t.lower() for t in replies)
+        result = await run_calendar_job(w.s, redis)
+        assert result == {"calendars": 0, "skipped": "MEMORY_CALENDAR is off"}
+        assert w.google.count("GET") == 0 and await w.facts() == []
+
+
+async def run_calendar_job(services: Services, redis: RedisHandle) -> Any:
+    """Queue the calendar cron's job by name and run it on a real (burst) arq worker
+    against the embedded Redis; its result, as arq stored it."""
+    from arq.jobs import Job
+
+    from jobs.calendar_tasks import CALENDAR_SYNC
+    from jobs.config import queue_name
+    from jobs.inprocess import drain
+    from jobs.queue import JobQueue
+
+    queue = JobQueue.from_url(redis.url, queue_name(services.settings))
+    try:
+        job_id = f"cal-{uuid.uuid4().hex[:8]}"
+        assert await queue.enqueue(CALENDAR_SYNC, job_id=job_id)
+        assert await drain(services, redis, max_seconds=60) == [(CALENDAR_SYNC, "complete")]
+        job = Job(job_id, queue.pool, _queue_name=queue_name(services.settings))
+        return await job.result(timeout=5)
+    finally:
+        await queue.close()
+
+
+async def test_calendar_sync_job_on_a_real_worker(world: World, redis: RedisHandle) -> None:
+    from jobs.calendar_tasks import CALENDAR_SYNC, calendar_sync_job, sync_config
+    from jobs.config import JobsConfig
+    from jobs.worker import worker_options
+
+    crons = [c for c in worker_options()["cron_jobs"] if c.name == CALENDAR_SYNC]
+    assert len(crons) == 1 and crons[0].coroutine is calendar_sync_job
+    assert crons[0].second == 15 and crons[0].timeout_s == JobsConfig().cron_timeout
+    # the sweep stops itself before arq would cancel it
+    bounds = sync_config(JobsConfig())
+    assert bounds.user_deadline <= bounds.sweep_budget < JobsConfig().cron_timeout
+    await world.connect(ALICE, ALICE_MAIL)
+    world.google.put_event(ALICE_MAIL, {"id": "m", "summary": "Meeting with Kim", **when(10, 10)})
+    result = await run_calendar_job(world.s, redis)
+    assert result["calendars"] == 1 and result["statuses"] == {"synced": 1}
+    assert result["stored"] == 1 and ALICE_MAIL not in json.dumps(result)
+    assert [f.content for f in await world.facts(Partition.dm(ALICE))] == [
+        "Alice has a meeting with Kim on Tuesday 10 March 2026 at 10:00 Europe/Paris"
+    ]
+
+
+REPLAY_EVENT = {
+    "id": "e1",
+    "title": "Appointment with Dr. Smith",
+    "start": "2026-01-08T15:00:00Z",
+    "end": "2026-01-08T16:00:00Z",
+    "attendees": [{"email": "dr.smith@example.com", "name": "Dr. Smith"}],
+}
+
+
+def calendar_line(user: str, event: dict[str, Any], where: str | None) -> dict[str, Any]:
+    return {"calendar": {"user": user, "event": event, "from": where}}
+
+
+async def test_replay_calendar_lines_end_to_end(settings: Settings, tmp_path: Path) -> None:
+    query = "What appointment does Alice have with Dr. Smith? Any call with Ann?"
+    call = {**REPLAY_EVENT, "id": "e2", "title": "Call with Ann", "attendees": []}
+    dentist = {**REPLAY_EVENT, "id": "e3", "title": "Dentist appointment", "attendees": []}
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            calendar_line("alice", REPLAY_EVENT, None),
+            calendar_line("alice", call, "group:fam"),
+            calendar_line("alice", dentist, "dm:alice"),
+            probe("alice", "dm:alice", query + " Dentist?"),
+            probe("bob", "group:fam", query + " Dentist?"),
+            probe("bob", "dm:bob", query + " Dentist?"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    own, bob_group, bob_dm = probes(out)
+    own_texts = " ".join(m["content"] for m in own["memories"])
+    assert "Dr. Smith" in own_texts and "call with Ann" in own_texts and "dentist" in own_texts
+    assert [m["content"] for m in bob_group["memories"]] == [
+        "Alice has a call with Ann on Thursday 8 January 2026 at 15:00 UTC"
+    ]
+    assert "Smith" not in bob_group["context"] and "entist" not in bob_group["context"]
+    assert bob_dm["memories"] == [] and "Smith" not in bob_dm["context"]
+    facts = out[-1]["dump"]["facts"]
+    assert {f["visibility"] for f in facts if "Ann" not in f["content"]} == {"dm"}
+    assert all(f["owner_user_id"] == "1001" for f in facts)
+
+
+def test_replay_calendar_line_from_another_persons_thread_is_malformed(tmp_path: Path) -> None:
+    fam = json.dumps({"circle": "fam", "members": ["alice", "bob"]})
+    with pytest.raises(ScriptError, match="line 2"):
+        parse_script([fam, json.dumps(calendar_line("alice", REPLAY_EVENT, "dm:bob"))])
+    with pytest.raises(ScriptError, match=r"line 2: carol is not a member"):
+        parse_script([fam, json.dumps(calendar_line("carol", REPLAY_EVENT, "group:fam"))])
+    # whoever spoke in a group is a member of it from then on
+    carol_spoke = json.dumps(say("carol", "group:fam", "hi all"))
+    carol_line = json.dumps(calendar_line("carol", REPLAY_EVENT, "group:fam"))
+    assert len(parse_script([fam, carol_spoke, carol_line])) == 3
+    script = tmp_path / "leak.jsonl"
+    leak = json.dumps(calendar_line("alice", REPLAY_EVENT, "dm:bob"))
+    script.write_text(f"{fam}\n{leak}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "replay", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert "line 2" in result.stderr and 'only come from "dm:alice"' in result.stderr
+
+
+async def test_replay_calendar_line_is_skipped_with_the_flag_off(
+    settings: Settings, tmp_path: Path
+) -> None:
+    off = settings.model_copy(update={"memory_calendar": False})
+    out = await replay_lines(
+        off,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            calendar_line("alice", REPLAY_EVENT, None),
+            calendar_line("alice", {**REPLAY_EVENT, "id": "e2"}, "group:fam"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    assert out == [out[-1]] and out[-1]["dump"]["facts"] == []
+
+
+async def test_deliver_event_refuses_someone_elses_thread(world: World) -> None:
+    event = {"id": "x1", "title": "Meeting with Dr. Smith", "start": "2026-03-07T10:00:00Z"}
+    with pytest.raises(Denied):
+        await deliver_event(world.s, ALICE, event, world.thread("dm", BOB))
+    with pytest.raises(Denied):  # Carol is not in Fam
+        await deliver_event(world.s, CAROL, event, world.thread("group", CAROL))
+    with pytest.raises(Denied):  # Alice's own DM, but "created by" Bob
+        await deliver_event(world.s, ALICE, event, world.thread("dm", ALICE), creator_user_id=BOB)
+    assert await world.facts() == []
+    done = await deliver_event(world.s, ALICE, event, world.thread("dm", ALICE))
+    assert done.stored == 1 and [f.partition for f in await world.facts()] == [Partition.dm(ALICE)]
+
+
+# --- Google's failures: a retried create, a slow Google, notices that cannot be sent ---
+
+
+async def test_a_retried_create_makes_one_event(world: World) -> None:
+    await world.connect(ALICE, ALICE_MAIL)
+    quick = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.01)
+    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE), retry=quick)
+    world.google.fail(503, times=1, after=True)  # stored, but the answer is lost
+    args = {"title": "Dentist appointment", "start": "2026-03-06T10:00"}
+    done = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
+    assert done.startswith('Created "Dentist appointment" on Friday 6 March 2026'), done
+    events = world.google.accounts[ALICE_MAIL].events
+    assert [e["summary"] for e in events.values()] == ["Dentist appointment"]
+    posts = [r for r in world.google.requests if r.method == "POST" and r.path == EVENTS_PATH]
+    assert len(posts) == 2 and posts[0].body["id"] == posts[1].body["id"]
+    assert re.fullmatch(r"[0-9a-v]{5,1024}", posts[0].body["id"])
+    assert posts[0].body["id"] in events
+    assert len(await world.facts()) == 1
+    # two creates are two events (each its own id)
+    await tools.run(ToolCall(id="2", name=CREATE_EVENT.name, arguments=args))
+    assert len(events) == 2
+
+
+async def test_a_slow_google_never_blocks_the_sweep(world: World) -> None:
+    await world.connect(ALICE, ALICE_MAIL)
+    await world.connect(BOB, BOB_MAIL)
+    store = CalendarSetup.of(world.s).store
+    now = world.clock.now()
+    world.google.stall()
+    # past its deadline: a failure, pushed back, lease released
+    report = await sync_user(world.s, ALICE, config=dataclasses.replace(FAST, user_deadline=0.2))
+    assert report.status == "retry_later" and "longer than" in (report.error or "")
+    alice = await store.get(ALICE)
+    assert alice is not None and alice.failures == 1
+    assert alice.next_sync_at == now + timedelta(minutes=5)
+    # cancelled by the job's time limit: the same
+    world.clock.advance(timedelta(seconds=1))  # Alice is the more overdue below
+    world.google.held.clear()
+    bob_sync = asyncio.create_task(sync_user(world.s, BOB, config=FAST))
+    await world.google.held.wait()  # Bob's sync is waiting on Google
+    bob_sync.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await bob_sync
+    bob = await store.get(BOB)
+    assert bob is not None and bob.failures == 1 and bob.last_error == "the sync was cancelled"
+    assert bob.next_sync_at == now + timedelta(minutes=5, seconds=1)
+    doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": BOB})
+    assert doc is not None and doc["lease_until"] is None
+    # the sweep's own budget: it starts nobody once it is spent
+    world.clock.advance(timedelta(minutes=6))
+    tight = dataclasses.replace(FAST, user_deadline=30.0, sweep_budget=0.2)
+    sweep = await sync_due(world.s, config=tight)
+    assert [(u.user_id, u.status) for u in sweep.users] == [(ALICE, "retry_later")]
+    # Google is back: Bob (not started, still due) and Carol are synced; Alice, who
+    # failed twice, waits her back-off
+    world.google.resume()
+    await world.connect(CAROL, "carol@example.com")
+    world.clock.advance(timedelta(minutes=1))
+    later = await sync_due(world.s, config=FAST)
+    assert sorted((u.user_id, u.status) for u in later.users) == [
+        (BOB, "synced"),
+        (CAROL, "synced"),
+    ]
+
+
+async def test_revocation_notices_back_off_and_stop(world: World) -> None:
+    await world.connect(ALICE, ALICE_MAIL)
+    attempts: list[str] = []
+
+    async def broken(user_id: str, text: str) -> None:
+        attempts.append(user_id)
+        raise ConnectionError("telegram is down")
+
+    world.google.revoke_account(ALICE_MAIL)
+    world.google.expire_access_tokens()
+    await sync_due(world.s, config=FAST, notify=broken)
+    assert attempts == [ALICE]
+    store = CalendarSetup.of(world.s).store
+    waits = []
+    for _ in range(20):
+        connection = await store.get(ALICE)
+        assert connection is not None and connection.notice_retry_at is not None
+        waits.append(connection.notice_retry_at - world.clock.now())
+        world.clock.advance(timedelta(minutes=1))
+        before = len(attempts)
+        await sync_due(world.s, config=FAST, notify=broken)
+        assert len(attempts) == before, "not again before the back-off"
+        world.clock.set(connection.notice_retry_at)
+        await sync_due(world.s, config=FAST, notify=broken)
+        if len(attempts) == before:
+            break
+    assert len(attempts) == NOTICE_ATTEMPTS
+    assert waits[:3] == [timedelta(minutes=5), timedelta(minutes=10), timedelta(minutes=20)]
+    world.clock.advance(timedelta(days=7))
+    await sync_due(world.s, config=FAST, notify=broken)
+    assert len(attempts) == NOTICE_ATTEMPTS
+    # the reply path still tells her, once
+    assert await take_revoked_notice(world.s, ALICE) == REVOKED_NOTICE
+    assert await take_revoked_notice(world.s, ALICE) is None
+
+
+# --- smaller things -------------------------------------------------------------------
+
+
+async def test_a_naive_start_takes_the_end_offset(world: World) -> None:
+    await world.connect(ALICE, ALICE_MAIL)
+    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE))
+    args = {"title": "Call with Ann", "start": "2026-03-05T14:00", "end": "2026-03-05T15:30+02:00"}
+    done = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
+    assert done.startswith("Created"), done
+    sent = [r for r in world.google.requests if r.method == "POST"][-1].body
+    assert sent["start"] == {"dateTime": "2026-03-05T14:00:00+02:00"}
+    assert sent["end"] == {"dateTime": "2026-03-05T15:30:00+02:00"}
+
+
+async def test_group_refusal_does_not_tell_who_connected(world: World) -> None:
+    await world.connect(ALICE, ALICE_MAIL)
+    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE, "group"))
+    args = {"title": "Dentist appointment", "start": "2026-03-06T10:00", "for_member": "bob"}
+    not_connected = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
+    await world.connect(BOB, BOB_MAIL)
+    not_allowed = await tools.run(ToolCall(id="2", name=CREATE_EVENT.name, arguments=args))
+    assert not_connected == not_allowed and not_allowed.startswith("error:")
+    assert "connected" not in not_allowed
+
+
+async def test_redirect_pages_for_a_changed_key_and_a_database_failure(
+    world: World, settings: Settings
+) -> None:
+    url = await start_connect(world.s, ALICE)
+    query = parse_qs(urlsplit(url).query)
+    code = world.google.issue_code(ALICE_MAIL, challenge=query["code_challenge"][0])
+    state = query["state"][0]
+    # the sealed PKCE verifier no longer decrypts (the key changed since the link)
+    store = world.s.mongo.db[CONNECTIONS]
+    await store.update_one({"_id": ALICE}, {"$set": {"pending.verifier": "not-a-token"}})
+    app = web.Application()
+    app.add_routes(make_oauth_routes(world.s))
+    async with TestClient(TestServer(app)) as http:
+        changed = await http.get("/oauth/google", params={"state": state, "code": code})
+        assert changed.status == 400 and "settings changed" in await changed.text()
+    # the database is gone (a closed client): a page, not a 500
+    closed = await build_services(world.s.settings, clock=world.clock, embedder=HashEmbedder())
+    await closed.aclose()
+    url = await start_connect(world.s, ALICE)
+    query = parse_qs(urlsplit(url).query)
+    app = web.Application()
+    app.add_routes(make_oauth_routes(closed))
+    async with TestClient(TestServer(app)) as http:
+        down = await http.get("/oauth/google", params={"state": query["state"][0], "code": "c"})
+        assert down.status == 503 and "send /calendar" in await down.text()
+
+
+async def test_redirect_server_on_a_taken_port_keeps_the_bot_running(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        with caplog.at_level(logging.ERROR):
+            runner = await serve_oauth_redirect(world.s, host="127.0.0.1", port=port)
+        assert runner is None
+        assert any(
+            "calendar redirect" in r.getMessage() and str(port) in r.getMessage()
+            for r in caplog.records
+        )
+    finally:
+        taken.close()

@@ -797,7 +797,7 @@ async def test_migrations_beside_a_running_bot(
     """A database left at an older version (`alfred migrate --to 2`) is brought up to
     date by the bot's start; operators' `alfred migrate` runs while the bot answers
     neither disturb it nor apply anything twice."""
-    from integrations.mongo.migrator import discover
+    from integrations.mongo.migrator import NO_ATLAS_SEARCH, discover
     from memory.constants import SCHEMA_MIGRATIONS
 
     available = discover()
@@ -826,9 +826,13 @@ async def test_migrations_beside_a_running_bot(
             ]
             assert [_texts(s) for s in sent] == [[GOT_IT]] * 3
             (plain, to_one, listed) = [await _finished(p) for p in operators]
-            assert plain == (0, "nothing to apply: the database is up to date\n")
+            assert plain == (
+                0,
+                f"{NO_ATLAS_SEARCH}\nnothing to apply: the database is up to date\n",
+            )
             assert to_one == (
                 0,
+                f"{NO_ATLAS_SEARCH}\n"
                 f"nothing to apply up to version 1: the database is at version {latest}\n",
             )
             assert listed[0] == 0 and listed[1].splitlines()[-1] == (f"current version: {latest}")

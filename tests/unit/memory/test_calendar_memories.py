@@ -9,6 +9,7 @@ import pytest
 
 from memory.calendar_memories import (
     MAX_CONTACT_ATTENDEES,
+    OPEN_SERIES_HORIZON,
     derive_memories,
     describe_when,
     parse_event,
@@ -187,7 +188,18 @@ def test_recurring_series() -> None:
     assert [m.content for m in memories] == [
         "Alice has a recurring lunch with Dad, first on Sunday 5 January 2025 at 12:00 UTC"
     ]
-    assert memories[0].expires_at is None
+    # no end date: bounded, not remembered for ever (the sync renews it on any change)
+    assert memories[0].expires_at == NOW + OPEN_SERIES_HORIZON
+    future = parse_event(
+        {
+            "id": "g",
+            "title": "Lunch with Dad",
+            "start": "2026-06-01T12:00:00Z",
+            "recurrence": ["RRULE:FREQ=MONTHLY"],
+        }
+    )
+    later = derive_memories(future, owner_name="Alice", now=NOW)
+    assert later[0].expires_at == datetime(2026, 6, 1, 12, tzinfo=UTC) + OPEN_SERIES_HORIZON
     ended = parse_event(
         {
             "id": "e",
