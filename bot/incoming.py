@@ -37,6 +37,10 @@ class Incoming:
     addressed: bool = False
     update_id: int | None = None
     kind: str = "text"
+    #: The forum topic of a supergroup with topics (Telegram's ``message_thread_id``):
+    #: answers go back into it. Topics share the group's members, so privacy treats
+    #: the whole group as one thread.
+    topic_id: int | None = None
 
     @property
     def is_group(self) -> bool:

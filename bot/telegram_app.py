@@ -141,6 +141,7 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
         addressed=addressed_to_bot(message, bot_id, bot_username),
         update_id=update.update_id,
         kind=kind,
+        topic_id=message.message_thread_id if message.is_topic_message else None,
     )
 
 
@@ -158,7 +159,10 @@ class AlfredHandlers:
         chat_id: int,
         text: str,
         reply_to: int | None = None,
+        topic: int | None = None,
     ) -> None:
+        """Send ``text`` in parts Telegram accepts; in a forum, into the asker's ``topic``
+        (a reply to a deleted message would otherwise land in the General topic)."""
         for part in split_for_telegram(text):
             try:
                 await context.bot.send_message(
@@ -166,6 +170,7 @@ class AlfredHandlers:
                     text=part,
                     reply_to_message_id=reply_to,
                     allow_sending_without_reply=True,
+                    message_thread_id=topic,
                 )
             except ChatMigrated as exc:
                 # The group became a supergroup before its announcement reached us: move
@@ -213,7 +218,11 @@ class AlfredHandlers:
         if not inc.text.strip():
             if not inc.is_group or inc.addressed:
                 await self._send(
-                    context, inc.chat_id, NON_TEXT_REPLY, inc.message_id if inc.is_group else None
+                    context,
+                    inc.chat_id,
+                    NON_TEXT_REPLY,
+                    inc.message_id if inc.is_group else None,
+                    inc.topic_id,
                 )
             return
         try:
@@ -223,13 +232,17 @@ class AlfredHandlers:
             if self.spool is not None:
                 self.spool.add(update)
             if inc.addressed or not inc.is_group:
-                await self._send(context, inc.chat_id, MEMORY_DOWN)
+                await self._send(context, inc.chat_id, MEMORY_DOWN, topic=inc.topic_id)
             return
         if inc.kind == "edited":
             return
         for out in turn.replies:
             await self._send(
-                context, out.chat_id, out.text, out.reply_to_message_id if inc.is_group else None
+                context,
+                out.chat_id,
+                out.text,
+                out.reply_to_message_id if inc.is_group else None,
+                inc.topic_id if out.chat_id == inc.chat_id else None,
             )
 
     async def command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -265,7 +278,9 @@ class AlfredHandlers:
             )
         else:
             text = UNKNOWN_COMMAND
-        await self._send(context, chat.id, text, message.message_id if inc.is_group else None)
+        await self._send(
+            context, chat.id, text, message.message_id if inc.is_group else None, inc.topic_id
+        )
 
     async def members(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Join/leave service messages and chat_member updates keep the circle right."""

@@ -511,6 +511,52 @@ async def test_non_text_edits_channels_forwards_and_long_messages(bot_env: Any) 
         bot.check_alive()
 
 
+async def test_forum_topics_get_their_answers_in_the_same_topic(bot_env: Any) -> None:
+    """A supergroup with topics: every answer goes back into the asker's topic, and a
+    topic is not a privacy boundary (the whole group is one circle thread)."""
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        ben = tg.user("Ben", username="ben")
+        forum = tg.group_chat(title="House", supergroup=True, is_forum=True, members=[ann, ben])
+        dm_ben = tg.private_chat(ben)
+
+        remember = tg.text_message(
+            forum,
+            ann,
+            "@alfred remember that the boiler is serviced in March",
+            message_thread_id=7,
+        )
+        (got,) = await bot.say(remember)
+        assert got["text"] == GOT_IT and got["message_thread_id"] == 7
+        assert got["reply_to_message_id"] == _message_id(remember)
+
+        # asked in another topic, the group's memory is there, answered in that topic
+        ask = tg.text_message(
+            forum, ben, "@alfred what do you remember about the boiler?", message_thread_id=9
+        )
+        (answer,) = await bot.say(ask)
+        assert answer["message_thread_id"] == 9 and "boiler" in answer["text"]
+
+        # commands and non-text answers follow the topic too
+        (status,) = await bot.say(
+            tg.text_message(forum, ben, "/status@alfred", message_thread_id=9)
+        )
+        assert status["message_thread_id"] == 9 and status["text"].startswith("Circle: House")
+        sticker = tg.sticker_message(forum, ben)
+        sticker["message"]["reply_to_message"] = tg.messages[(forum["id"], answer["message_id"])]
+        sticker["message"]["message_thread_id"] = 9
+        sticker["message"]["is_topic_message"] = True
+        (non_text,) = await bot.say(sticker)
+        assert non_text["text"] == NON_TEXT_REPLY and non_text["message_thread_id"] == 9
+
+        # the General topic (no thread id) and private chats carry none
+        (general,) = await bot.say(tg.text_message(forum, ann, "@alfred hello"))
+        assert general["message_thread_id"] is None
+        (private,) = await bot.say(tg.text_message(dm_ben, ben, "hello"))
+        assert private["message_thread_id"] is None
+        bot.check_alive()
+
+
 # --------------------------------------------------------------------------------------
 # 4. Faults: the chat model long-winded or down, the database down
 # --------------------------------------------------------------------------------------
