@@ -318,17 +318,32 @@ def _print_stats(r: dict[str, Any]) -> None:
         circles = Table(title="By circle")
         circles.add_column("circle")
         circles.add_column("members", justify="right")
-        names = [
-            k
-            for k in next(iter(r["by_circle"].values()))
-            if k not in ("title", "members", "archived")
-        ]
+        names = [k for k in next(iter(r["by_circle"].values())) if k not in ("members", "archived")]
         for name in names:
             circles.add_column(name, justify="right")
         for cid, row in r["by_circle"].items():
-            label = f"{cid} {row['title'] or ''}".strip()
-            circles.add_row(label, str(row["members"]), *(str(row[n]) for n in names))
+            circles.add_row(cid, str(row["members"]), *(str(row[n]) for n in names))
         out.print(circles)
+    parts = r.get("by_partition")
+    if parts and parts["top"]:
+        table = Table(title=f"Largest partitions ({parts['shown']} of {parts['total']})")
+        for column in ("visibility", "circle", "owner"):
+            table.add_column(column)
+        names = [
+            k
+            for k in parts["top"][0]
+            if k not in ("visibility", "circle_id", "owner_user_id", "records")
+        ]
+        for name in [*names, "records"]:
+            table.add_column(name, justify="right")
+        for row in parts["top"]:
+            table.add_row(
+                row["visibility"],
+                row["circle_id"] or "-",
+                row["owner_user_id"] or "-",
+                *(str(row[n]) for n in [*names, "records"]),
+            )
+        out.print(table)
     f, q = r["facts"], r["queue"]
     out.print(
         f"facts: {f['current']} current, {f['history']} history, {f['with_mem0_copy']} in mem0 "
@@ -420,9 +435,17 @@ def export_user(
 
 
 @admin_app.command()
-def stats(no_wait: NoWait = False, as_json: AsJson = False, timeout: GiveUp = None) -> None:
-    """Counts per collection, partition kind and circle; the queue; last job runs."""
-    _launch("stats", [], wait=not no_wait, as_json=as_json, give_up_after=timeout)
+def stats(
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="How many of the largest partitions to list.")
+    ] = 20,
+    no_wait: NoWait = False,
+    as_json: AsJson = False,
+    timeout: GiveUp = None,
+) -> None:
+    """Counts per collection, partition kind, circle and partition (ids only: no titles,
+    no names); the queue; last job runs."""
+    _launch("stats", [top], wait=not no_wait, as_json=as_json, give_up_after=timeout)
 
 
 @admin_app.command("reconcile-mem0")

@@ -55,13 +55,24 @@ JOB_COMPLETION_WAIT = 15
 _leases: list[EmbeddedLease] = []
 
 
-def _timed(name: str, job: Any) -> Any:
-    """The job with its duration and outcome recorded in the Prometheus metrics."""
+def timed(name: str, job: Any) -> Any:
+    """The job with its duration and outcome recorded in the Prometheus metrics
+    (``alfred_job_seconds``, ``alfred_jobs``, ``alfred_job_failures``). Every registered
+    job goes through it, admin jobs included. The process-wide metrics are looked up at
+    each run, not at registration, so a worker built before :func:`set_metrics` (a test,
+    a process that swaps its registry) still records into the one ``/metrics`` serves."""
+    import functools
+
     from arq.worker import Retry
 
     from integrations.metrics import get_metrics
 
-    return get_metrics().instrument_job(name, retry_types=(Retry,))(job)
+    @functools.wraps(job)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        async with get_metrics().time_job(name, retry_types=(Retry,)):
+            return await job(*args, **kwargs)
+
+    return run
 
 
 def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = False) -> list[Any]:
@@ -70,12 +81,12 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
     config = config or JobsConfig()
     registered: list[Any] = [
         func(
-            _timed(FORM_THREAD, form_thread),
+            timed(FORM_THREAD, form_thread),
             name=FORM_THREAD,
             timeout=config.form_job_timeout,
             max_tries=config.form_max_tries,
         ),
-        func(_timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
+        func(timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
     ]
     from jobs.admin.tasks import admin_functions
 
@@ -85,8 +96,18 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
     if crons_as_functions:
         registered += calendar_functions(config)
         registered += [
-            func(cold_sessions_job, name=COLD_SESSIONS, timeout=config.cron_timeout, max_tries=1),
-            func(requeue_outbox_job, name=REQUEUE_OUTBOX, timeout=config.cron_timeout, max_tries=1),
+            func(
+                timed(COLD_SESSIONS, cold_sessions_job),
+                name=COLD_SESSIONS,
+                timeout=config.cron_timeout,
+                max_tries=1,
+            ),
+            func(
+                timed(REQUEUE_OUTBOX, requeue_outbox_job),
+                name=REQUEUE_OUTBOX,
+                timeout=config.cron_timeout,
+                max_tries=1,
+            ),
         ]
     return registered
 
@@ -98,13 +119,13 @@ def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
 
     return [
         cron(
-            _timed(COLD_SESSIONS, cold_sessions_job),
+            timed(COLD_SESSIONS, cold_sessions_job),
             name=COLD_SESSIONS,
             second=0,
             timeout=config.cron_timeout,
         ),
         cron(
-            _timed(REQUEUE_OUTBOX, requeue_outbox_job),
+            timed(REQUEUE_OUTBOX, requeue_outbox_job),
             name=REQUEUE_OUTBOX,
             second=30,
             timeout=config.cron_timeout,

@@ -1,8 +1,11 @@
-"""A tiny local OpenAI-compatible server for benchmarks: zero latency, deterministic.
+"""A tiny local OpenAI-compatible server for benchmarks: deterministic, zero latency
+unless told otherwise.
 
 Benchmarks drive Alfred's real OpenAI adapter (the ``openai`` SDK, HTTP, JSON parsing,
 usage accounting) against this server, so what they time is Alfred's own overhead, not
-a model's. It speaks just enough HTTP/1.1 (Content-Length bodies, keep-alive) for
+a model's. ``latency_s`` delays every chat answer (each connection waits on its own, as
+concurrent calls to a real model do) to show what a model's latency does to a rate;
+embeddings answer at once. It speaks just enough HTTP/1.1 (Content-Length bodies, keep-alive) for
 ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and ``GET /v1/models``.
 
 Chat answers come from a handler ``(system prompt, user text) -> JSON-able answer``;
@@ -150,10 +153,17 @@ class FakeLLMServer:
     """``async with FakeLLMServer() as server:`` then point Alfred at ``server.base_url``."""
 
     def __init__(
-        self, handler: ChatHandler = formation_handler, *, embedding_dimensions: int = 1536
+        self,
+        handler: ChatHandler = formation_handler,
+        *,
+        embedding_dimensions: int = 1536,
+        latency_s: float = 0.0,
     ) -> None:
+        if latency_s < 0:
+            raise ValueError("latency_s must not be negative")
         self.handler = handler
         self.embedding_dimensions = embedding_dimensions
+        self.latency_s = latency_s
         self.requests = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -195,6 +205,8 @@ class FakeLLMServer:
                 }
                 raw = await reader.readexactly(int(headers.get("content-length", "0")))
                 status, body = self._answer(method, path, json.loads(raw) if raw else {})
+                if self.latency_s and path.split("?", 1)[0].endswith("/chat/completions"):
+                    await asyncio.sleep(self.latency_s)  # the "model" thinking
                 payload = json.dumps(body).encode()
                 writer.write(
                     f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"

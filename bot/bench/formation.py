@@ -2,10 +2,16 @@
 
 Runs N formations over synthetic household conversations (a group of three and their
 DMs; the same topics come back, so the update step meets similar facts) against a
-zero-latency local OpenAI-compatible server, with Alfred's real OpenAI adapter, the
-embedded MongoDB-wire server in a temporary data folder, and real embeddings calls to
-the fake. What it measures is Alfred's own cost per formation: database round trips,
-JSON, HTTP, the ≤ 3 LLM calls and the tokens their prompts take.
+local OpenAI-compatible server, with Alfred's real OpenAI adapter, the embedded
+MongoDB-wire server in a temporary data folder, and real embeddings calls to the fake.
+At zero model latency (the default) what it measures is Alfred's own cost per
+formation: database round trips, JSON, HTTP, the ≤ 3 LLM calls and the tokens their
+prompts take. ``--model-latency MS`` makes the fake wait that long before each chat
+answer, to show what a real model's latency does to the rate (one formation at a time).
+
+It also reports what the run left in the database (BSON bytes per collection, before
+the server's compression and indexes) per journaled message: the storage a message
+costs once its facts, reflections and summaries are formed (docs/scaling.md, F7).
 
 ``--via-jobs`` sends each formation through the job path instead (trigger → outbox →
 arq on the embedded Redis → ``drain``), to show the queue's overhead.
@@ -35,7 +41,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bot.bench.fake_llm_server import FakeLLMServer, estimate_tokens
-from bot.bench.resources import DatabaseOps, count_database_ops, peak_rss_mb
+from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes, peak_rss_mb
 from memory.llm import Usage
 
 if TYPE_CHECKING:
@@ -73,6 +79,11 @@ class Figures:
     messages: int = 0
     skipped: int = 0
     database_ops: DatabaseOps = field(default_factory=DatabaseOps)
+    model_latency_ms: float = 0.0
+    #: BSON bytes per collection at the end of the run; messages journaled in all.
+    storage: dict[str, int] = field(default_factory=dict)
+    journaled: int = 0
+    embedding_dims: int = 0
 
     def summary(self) -> dict[str, Any]:
         total = sum(self.seconds)
@@ -101,6 +112,19 @@ class Figures:
             "peak_rss_mb": peak_rss_mb(),
             "via": self.via,
             "backend": "embedded",
+            "model_latency_ms": self.model_latency_ms,
+            "storage": self.storage_summary(),
+        }
+
+    def storage_summary(self) -> dict[str, Any]:
+        """What the run stored, in all and per journaled message."""
+        total = sum(self.storage.values())
+        return {
+            "bytes_by_collection": dict(sorted(self.storage.items())),
+            "total_bytes": total,
+            "messages_journaled": self.journaled,
+            "bytes_per_message": round(total / self.journaled, 1) if self.journaled else 0.0,
+            "embedding_dims": self.embedding_dims,
         }
 
 
@@ -203,9 +227,16 @@ class JobsPath:
 
 
 async def run_bench(
-    data_dir: Path, formations: int, messages: int, seed: int, via_jobs: bool, progress: Progress
+    data_dir: Path,
+    formations: int,
+    messages: int,
+    seed: int,
+    via_jobs: bool,
+    progress: Progress,
+    model_latency_ms: float = 0.0,
 ) -> Figures:
-    """Set up the embedded backend in ``data_dir`` and time ``formations`` formations."""
+    """Set up the embedded backend in ``data_dir`` and time ``formations`` formations
+    (each chat answer of the fake model delayed by ``model_latency_ms``)."""
     from integrations.container import build_services
     from integrations.mongo.migrator import MigrationContext, migrate
     from integrations.settings import Settings
@@ -216,9 +247,10 @@ async def run_bench(
         via="jobs" if via_jobs else "service",
         messages=messages,
         database_ops=count_database_ops(),  # before any client is made
+        model_latency_ms=model_latency_ms,
     )
     rng = random.Random(seed)
-    async with FakeLLMServer() as server:
+    async with FakeLLMServer(latency_s=model_latency_ms / 1000.0) as server:
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None,
             alfred_data_dir=data_dir,
@@ -276,6 +308,7 @@ async def run_bench(
                             created_at=at,
                         )
                     )
+                    figures.journaled += 1
                 calls, tokens = formation_usage(services.llm.usage)
                 facts_before = await services.mongo.db["memory_facts"].count_documents({})
                 figures.database_ops.counting = True
@@ -294,6 +327,8 @@ async def run_bench(
                 figures.facts.append(facts_after - facts_before)
                 figures.skipped += int(not formed)
                 progress.advance(bar)
+            figures.storage = await database_bytes(services.mongo.db)
+            figures.embedding_dims = services.embedder.dimensions
         finally:
             pids = _supervisors(data_dir)
             if jobs_path is not None:
@@ -315,12 +350,20 @@ def register(app: typer.Typer) -> None:
         via_jobs: bool = typer.Option(
             False, "--via-jobs", help="Trigger → outbox → arq → drain instead of direct calls."
         ),
+        model_latency: float = typer.Option(
+            0.0,
+            "--model-latency",
+            min=0.0,
+            metavar="MS",
+            help="Milliseconds the fake model waits before each chat answer (0: none).",
+        ),
         seed: int = typer.Option(7, help="Seed of the synthetic conversations."),
         as_json: bool = typer.Option(
             False, "--json", help="Print one JSON object as the last line on stdout."
         ),
     ) -> None:
-        """Formations per second, LLM calls and tokens per formation (fake, zero-latency LLM)."""
+        """Formations per second, LLM calls and tokens per formation, storage per message
+        (fake LLM, zero latency unless --model-latency)."""
         err = Console(stderr=True)
         progress = Progress(
             TextColumn("{task.description}"),
@@ -332,13 +375,16 @@ def register(app: typer.Typer) -> None:
         )
         with tempfile.TemporaryDirectory(prefix="alfred-bench-") as tmp, progress:
             figures = asyncio.run(
-                run_bench(Path(tmp), formations, messages, seed, via_jobs, progress)
+                run_bench(Path(tmp), formations, messages, seed, via_jobs, progress, model_latency)
             )
         summary = figures.summary()
         if as_json:
             sys.stdout.write(json.dumps(summary) + "\n")
             return
-        table = Table(title=f"formation ({summary['via']}, embedded backend, fake LLM)")
+        table = Table(
+            title=f"formation ({summary['via']}, embedded backend, fake LLM answering in "
+            f"{model_latency:g} ms)"
+        )
         table.add_column("measure")
         table.add_column("value", justify="right")
         table.add_row("formations", str(summary["formations"]))
@@ -352,4 +398,9 @@ def register(app: typer.Typer) -> None:
         ops = summary["database_ops_per_formation"]
         table.add_row("database reads / writes per formation", f"{ops['reads']} / {ops['writes']}")
         table.add_row("peak resident memory (MB)", f"{summary['peak_rss_mb']}")
+        storage = summary["storage"]
+        table.add_row(
+            "stored bytes per journaled message (BSON)",
+            f"{storage['bytes_per_message']:.0f} ({storage['embedding_dims']}-dim vectors)",
+        )
         Console().print(table)

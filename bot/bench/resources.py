@@ -73,3 +73,12 @@ async def mean_document_bytes(collection: Any, sample: int = 1000) -> float:
     the server's compression and indexes."""
     sizes = [len(bson.encode(doc)) async for doc in collection.find({}).limit(sample)]
     return round(sum(sizes) / len(sizes), 1) if sizes else 0.0
+
+
+async def database_bytes(db: Any) -> dict[str, int]:
+    """BSON bytes of every document, per collection: what a run stored, before the
+    server's compression and indexes (the same on any server, unlike ``collStats``)."""
+    sizes: dict[str, int] = {}
+    for name in sorted(await db.list_collection_names()):
+        sizes[name] = sum([len(bson.encode(doc)) async for doc in db[name].find({})])
+    return sizes

@@ -70,6 +70,10 @@ PARTITION_KINDS: Final[dict[str, Document]] = {
 _NO_EMBEDDING: Final = {"embedding": 0}
 
 
+def _id_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def stale_embedding_filter(model: str, dims: int) -> Document:
     """Facts whose vector did not come from ``model`` at ``dims`` (or have none)."""
     return {
@@ -138,6 +142,21 @@ class MongoAdminQueries:
             "memberships": await self._db[CIRCLES].count_documents({"member_ids": user_id}),
         }
         return counts
+
+    async def delete_directory_entries(self, user_id: str) -> dict[str, int]:
+        """The purge's last step, counted: the user leaves every circle, their DM thread
+        and their user record go. Returns what was actually removed now (zero for what
+        an earlier, interrupted run already removed)."""
+        left = await self._db[CIRCLES].update_many(
+            {"member_ids": user_id}, {"$pull": {"member_ids": user_id}}
+        )
+        threads = await self._db[THREADS].delete_many({"kind": "dm", "user_id": user_id})
+        users = await self._db[USERS].delete_one({"_id": user_id})
+        return {
+            USERS: users.deleted_count,
+            THREADS: threads.deleted_count,
+            "memberships": left.modified_count,
+        }
 
     async def delete_dm_requests(self, user_id: str) -> int:
         """Formation requests of the user's DM thread (its id is the user's id): ids and
@@ -225,11 +244,11 @@ class MongoAdminQueries:
         }
 
     async def circle_counts(self) -> dict[str, dict[str, Any]]:
-        """Per circle: title, members, archived, and its records per collection."""
+        """Per circle id: members, archived, and its records per collection. No title: a
+        group's title is chosen by people and may name them, and this result is logged."""
         out: dict[str, dict[str, Any]] = {}
-        async for c in self._db[CIRCLES].find({}):
+        async for c in self._db[CIRCLES].find({}, {"title": 0}):
             out[str(c["_id"])] = {
-                "title": c.get("title"),
                 "members": len(c.get("member_ids", [])),
                 "archived": c.get("archived_at") is not None,
                 **{name: 0 for name in PARTITIONED},
@@ -243,7 +262,6 @@ class MongoAdminQueries:
                 row = out.setdefault(
                     str(d["_id"]),
                     {
-                        "title": None,
                         "members": 0,
                         "archived": None,  # records of a circle no longer in the directory
                         **{n: 0 for n in PARTITIONED},
@@ -251,6 +269,51 @@ class MongoAdminQueries:
                 )
                 row[name] = int(d["n"])
         return out
+
+    async def partition_counts(self, top: int) -> dict[str, Any]:
+        """Records per partition (visibility, circle id, owner id: ids only), the ``top``
+        largest by records in all; ``total`` is the number of partitions holding any.
+
+        ``{"total": n, "shown": k, "top": [{"visibility", "circle_id", "owner_user_id",
+        <collection>: n, …, "records": n}, …]}``, largest first (ties by key)."""
+        rows: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
+        for name in PARTITIONED:
+            pipeline: list[Document] = [
+                {
+                    "$group": {
+                        "_id": {
+                            "visibility": "$visibility",
+                            "circle_id": "$circle_id",
+                            "owner_user_id": "$owner_user_id",
+                        },
+                        "n": {"$sum": 1},
+                    }
+                }
+            ]
+            async for d in await self._db[name].aggregate(pipeline):
+                part = d["_id"] or {}
+                key = (
+                    str(part.get("visibility")),
+                    _id_or_none(part.get("circle_id")),
+                    _id_or_none(part.get("owner_user_id")),
+                )
+                row = rows.setdefault(
+                    key,
+                    {
+                        "visibility": key[0],
+                        "circle_id": key[1],
+                        "owner_user_id": key[2],
+                        **{n: 0 for n in PARTITIONED},
+                        "records": 0,
+                    },
+                )
+                row[name] += int(d["n"])
+                row["records"] += int(d["n"])
+        ranked = sorted(
+            rows.items(), key=lambda kv: (-kv[1]["records"], tuple(str(k) for k in kv[0]))
+        )
+        shown = [row for _, row in ranked[: max(0, top)]]
+        return {"total": len(rows), "shown": len(shown), "top": shown}
 
     # --- job runs ---------------------------------------------------------------------
 

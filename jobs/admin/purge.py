@@ -19,6 +19,9 @@ step by step, in an order that makes an interrupted purge finish when run again:
 
 Every step is idempotent. A user with no directory entry and no record left is
 "nothing to purge" (not an error: re-running a finished purge must succeed).
+``removed`` counts what *this* run deleted (the stores' delete counts; for mem0, the
+copies its listing showed before the delete), never what was planned: after an
+interrupted run, the second run reports only what was still there.
 ``memory_partitions`` keeps its version counters (ids only, no text): running
 processes compare them to notice that the erased partitions changed.
 """
@@ -30,6 +33,7 @@ from typing import Any
 
 from jobs.admin.common import AdminContext
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, FACTS, MESSAGES, REFLECTIONS
+from memory.models import Fact
 from memory.operations import MemoryOperations
 
 #: ``forget_everything``'s count names, as the collections they were removed from.
@@ -81,6 +85,27 @@ async def _calendar_counts(ctx: AdminContext, user_id: str) -> dict[str, int]:
     }
 
 
+async def _mem0_present(ctx: AdminContext, facts: list[Fact]) -> tuple[int, int]:
+    """How many of the facts' mem0 copies mem0 still holds: (listed as present, in
+    partitions that could not be listed in full, hence unverified). A copy an earlier,
+    interrupted purge deleted is not listed, so it is not counted again."""
+    from integrations.mem0_admin import list_partition  # mem0's client loads only when on
+
+    index = ctx.services.semantic
+    by_key: dict[str, set[str]] = {}
+    for fact in facts:
+        if fact.mem0_id:
+            by_key.setdefault(fact.partition.key(), set()).add(fact.mem0_id)
+    present = unverified = 0
+    for key, ids in by_key.items():
+        listing = await list_partition(index, key) if index is not None else None
+        if listing is None or not listing.complete:
+            unverified += len(ids)
+            continue
+        present += len(ids & {e.id for e in listing.entries})
+    return present, unverified
+
+
 async def _forget_calendar(ctx: AdminContext, user_id: str) -> None:
     calendar = _calendar_module("integrations.calendar")
     if calendar is not None:
@@ -101,8 +126,12 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
 
     facts = await s.facts.owned_by(user_id)
     if s.mirror is not None:
-        await s.mirror.forget(facts)  # raises if mem0 is down: the job retries
-        removed["mem0_copies"] = sum(1 for f in facts if f.mem0_id)
+        # both raise if mem0 is down: the job retries
+        present, unverified = await _mem0_present(ctx, facts)
+        await s.mirror.forget(facts)
+        removed["mem0_copies"] = present
+        if unverified:
+            removed["mem0_copies_unverified"] = unverified
     await progress.advance()
 
     progress.phase = "purging: memories"
@@ -114,7 +143,9 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
 
     progress.phase = "purging: calendar"
     await _forget_calendar(ctx, user_id)
-    removed.update(calendar)
+    calendar_after = await _calendar_counts(ctx, user_id)
+    for name, before in calendar.items():
+        removed[name] = max(0, before - calendar_after.get(name, 0))
     await progress.advance()
 
     progress.phase = "purging: formation requests"
@@ -122,10 +153,8 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
     await progress.advance()
 
     progress.phase = "purging: directory"
-    await s.directory.delete_user(user_id)
-    removed["users"] = footprint["users"]
-    removed["threads"] = footprint["threads"]
-    removed["memberships"] = footprint["memberships"]
+    removed.update(await ctx.queries.delete_directory_entries(user_id))
+    await s.directory.delete_user(user_id)  # the directory's own erase: nothing left now
     await progress.advance()
 
     # Anything still carrying the id (a message that arrived mid-purge) is reported,

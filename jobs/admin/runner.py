@@ -141,6 +141,12 @@ async def run_single_job(
                 task = worker.tasks.pop(job_id, None)
                 if task is not None:
                     await task
+                    me = asyncio.current_task()
+                    if me is not None and me.cancelling():
+                        # We were cancelled while awaiting the job: the cancellation went
+                        # into it, arq caught it and put the job back, and ``await task``
+                        # returned normally. Stop here instead of running the job again.
+                        raise asyncio.CancelledError
                     continue
             await asyncio.sleep(poll)  # deferred (a retry's back-off), or running elsewhere
     finally:

@@ -1,9 +1,11 @@
 """``stats``: what the database holds and how the queue is doing — counts only.
 
-Counts per collection, per partition kind (circle-level / member / DM, DESIGN.md §3)
-and per circle; the fact vectors still to re-embed; the queue's depth and whether a
-worker is alive; and the last run of every admin job (``job_runs``). No content and no
-names of people: the result is kept by the queue and may be logged.
+Counts per collection, per partition kind (circle-level / member / DM, DESIGN.md §3),
+per circle and per partition (the ``top`` largest, with the number of partitions); the
+fact vectors still to re-embed; the queue's depth and whether a worker is alive; and
+the last run of every admin job (``job_runs``). No content and no names of people —
+ids only, not even group titles (people choose them, and they often name people): the
+result is kept by the queue and arq logs it at INFO.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from redis.asyncio import Redis
 
 from jobs.admin.common import AdminContext
 from jobs.config import queue_name
+
+#: Partitions listed by ``stats`` (the largest first); the rest are only counted.
+TOP_PARTITIONS = 20
 
 
 async def queue_stats(redis: Redis | None, name: str, own_job: str | None) -> dict[str, Any]:
@@ -45,12 +50,17 @@ def _plain(value: Any) -> Any:
 
 
 async def collect_stats(
-    ctx: AdminContext, redis: Redis | None = None, *, own_job: str | None = None
+    ctx: AdminContext,
+    redis: Redis | None = None,
+    *,
+    own_job: str | None = None,
+    top: int = TOP_PARTITIONS,
 ) -> dict[str, Any]:
-    """Every figure ``alfred admin stats`` prints (``redis``: the queue's, for its depth)."""
+    """Every figure ``alfred admin stats`` prints (``redis``: the queue's, for its depth;
+    ``top``: how many partitions to list)."""
     s = ctx.services
     q = ctx.queries
-    steps = 5
+    steps = 6
     await ctx.progress.phase_start("counting", steps)
     collections = await q.collection_counts()
     await ctx.progress.advance()
@@ -59,6 +69,8 @@ async def collect_stats(
     kinds = await q.partition_kind_counts()
     await ctx.progress.advance()
     circles = await q.circle_counts()
+    await ctx.progress.advance()
+    partitions = await q.partition_counts(top)
     await ctx.progress.advance()
     runs = await q.job_runs()
     queue = await queue_stats(redis, queue_name(s.settings), own_job)
@@ -73,6 +85,7 @@ async def collect_stats(
             },
             "by_partition_kind": kinds,
             "by_circle": circles,
+            "by_partition": partitions,
             "queue": queue,
             "job_runs": runs,
             "mem0": "on" if s.semantic is not None else "off",

@@ -36,7 +36,7 @@ from jobs.admin.names import (
 from jobs.admin.progress import ProgressReporter, progress_key
 from jobs.admin.purge import purge_user
 from jobs.admin.reembed import DEFAULT_BATCH, re_embed
-from jobs.admin.stats import collect_stats
+from jobs.admin.stats import TOP_PARTITIONS, collect_stats
 from jobs.config import JobsConfig
 from jobs.duties import transient_delay
 from jobs.tasks import Ctx, runtime
@@ -159,13 +159,14 @@ async def admin_export_user(ctx: Ctx, user_id: str | int) -> ExportDocument | di
     return await _tracked(ctx, ADMIN_EXPORT_USER, lambda a: export_user(a, uid), summary)
 
 
-async def admin_stats(ctx: Ctx) -> dict[str, Any]:
-    """Counts per collection, partition kind and circle; queue; last job runs."""
+async def admin_stats(ctx: Ctx, top: int = TOP_PARTITIONS) -> dict[str, Any]:
+    """Counts per collection, partition kind, circle and partition (the ``top`` largest);
+    queue; last job runs. Ids only: arq logs this result."""
     redis, job_id = ctx.get("redis"), ctx.get("job_id")
     return await _tracked(
         ctx,
         ADMIN_STATS,
-        lambda a: collect_stats(a, redis, own_job=str(job_id) if job_id else None),
+        lambda a: collect_stats(a, redis, own_job=str(job_id) if job_id else None, top=top),
         lambda _: None,
     )
 
@@ -182,7 +183,10 @@ async def admin_reconcile_mem0(ctx: Ctx, dry_run: bool = False) -> dict[str, Any
 
 def admin_functions(config: JobsConfig | None = None) -> list[Any]:
     """The admin jobs for ``WorkerSettings.functions`` (``config`` is accepted for
-    symmetry with the other registrations; admin limits are their own)."""
+    symmetry with the other registrations; admin limits are their own). Each is timed
+    like formation (``alfred_job_seconds{job="admin_…"}``, ``alfred_job_failures``)."""
+    from jobs.worker import timed  # jobs.worker imports this module when it registers
+
     jobs: list[tuple[Any, str]] = [
         (admin_consolidate, ADMIN_CONSOLIDATE),
         (admin_re_embed, ADMIN_RE_EMBED),
@@ -192,6 +196,6 @@ def admin_functions(config: JobsConfig | None = None) -> list[Any]:
         (admin_reconcile_mem0, ADMIN_RECONCILE_MEM0),
     ]
     return [
-        func(job, name=name, timeout=TIMEOUTS[name], max_tries=ADMIN_MAX_TRIES)
+        func(timed(name, job), name=name, timeout=TIMEOUTS[name], max_tries=ADMIN_MAX_TRIES)
         for job, name in jobs
     ]

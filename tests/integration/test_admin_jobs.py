@@ -14,11 +14,12 @@ import asyncio
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -357,6 +358,75 @@ async def test_re_embed_converts_old_vectors_and_resumes_where_it_stopped(env: E
     assert runs["last_summary"] == {"model": "hash-bow-64", "re_embedded": 0, "left": 0}
 
 
+class GatedEmbedder(HashEmbedder):
+    """The services' embedder (same model, same vectors) whose ``block_at``-th call waits
+    until ``release`` is set: a batch in flight when the job is cancelled. Every batch
+    it is given is kept, to count what was embedded twice."""
+
+    def __init__(self, block_at: int) -> None:
+        super().__init__()
+        self.block_at = block_at
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.batches: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> Any:
+        self.batches.append(list(texts))
+        if len(self.batches) == self.block_at:
+            self.entered.set()
+            await self.release.wait()
+        return await super().embed(texts)
+
+
+async def test_re_embed_cancelled_mid_batch_resumes_and_embeds_each_fact_once_more_at_most(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = FactWriter(env.services.facts, HashEmbedder(32, "old-model-32"), env.clock)
+    contents = [f"old fact {word} about the garden shed" for word in "abcdefg"]
+    for content in contents:
+        await old.add(content, Partition.dm(CAROL))
+    db = env.services.mongo.db
+    gate = GatedEmbedder(block_at=2)  # the second batch hangs
+    monkeypatch.setattr(env.services, "embedder", gate)
+
+    job_id = await env.client.enqueue("re-embed", 2, None)
+    waiting = asyncio.create_task(env.client.wait(job_id, give_up_after=30))
+    await asyncio.wait_for(gate.entered.wait(), timeout=30)
+    key = progress_key(env.settings, job_id)
+    progress = await read_progress(env.redis.client, key)
+    assert progress is not None and progress.phase == "re-embedding with hash-bow-64"
+    assert (progress.done, progress.total) == (2, 7), "one batch of two stored, of seven"
+
+    waiting.cancel()  # the operator's Ctrl-C: the job runner is cancelled mid-batch
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert not gate.release.is_set(), "the batch never finished"
+    assert await db[FACTS].count_documents({"embedding_model": "old-model-32"}) == 5
+    run = await db[JOB_RUNS].find_one({"_id": "admin_re_embed"})
+    assert run is not None and run["last_status"] == "cancelled"
+    assert await env.client.state(job_id) is JobState.QUEUED, "arq put the job back"
+
+    gate.block_at = 0  # no more hanging
+    outcome = await env.client.wait(job_id, give_up_after=30)  # the same job, run again
+    assert outcome.success, outcome.error
+    result = outcome.result
+    assert (result["stale_before"], result["re_embedded"], result["batches"]) == (5, 5, 3)
+    assert result["complete"] and result["left"] == 0
+    final = await read_progress(env.redis.client, key)
+    assert final is not None and final.phase == "done"
+    assert (final.done, final.total) == (5, 5)
+
+    async for doc in db[FACTS].find({}):
+        assert doc["embedding_model"] == "hash-bow-64" and doc["embedding_dims"] == 64
+    embedded = [text for batch in gate.batches for text in batch]
+    interrupted = gate.batches[1]
+    assert len(interrupted) == 2 and sorted(set(embedded)) == sorted(contents)
+    for content in contents:
+        assert embedded.count(content) == (2 if content in interrupted else 1), content
+    runs = await db[JOB_RUNS].find_one({"_id": "admin_re_embed"})
+    assert runs is not None and runs["last_status"] == "complete" and runs["runs"] == 2
+
+
 # --- purge --------------------------------------------------------------------------------
 
 
@@ -392,10 +462,20 @@ async def test_an_interrupted_purge_finishes_when_run_again(env: Env) -> None:
     await ops.erase_facts(BOB, owned, [])
     assert await env.services.directory.user(BOB) is not None
 
+    # ... and it had died inside its last step, after Bob left his circle.
+    await env.services.directory.remove_member(FAM, BOB)
+    db = env.services.mongo.db
+    messages_left = await db["messages"].count_documents({"user_id": BOB})
+    assert messages_left == 2
+
     result = (await env.run("purge-user", BOB)).result
     assert result["found"] is True and result["left"] == {}
-    assert result["removed"]["memory_facts"] == 0, "already gone"
-    assert result["removed"]["messages"] >= 1 and result["removed"]["users"] == 1
+    removed = result["removed"]
+    assert removed["memory_facts"] == 0, "already gone: not counted again"
+    assert removed["memberships"] == 0, "already left: not counted again"
+    assert removed["messages"] == messages_left
+    assert (removed["users"], removed["threads"], removed["clarifications"]) == (1, 1, 1)
+    assert removed["formation_requests"] == 0
     text = await env.all_text()
     for word in BOB_ONLY:
         assert word not in text
@@ -459,7 +539,8 @@ async def test_export_of_an_unknown_user(env: Env) -> None:
 # --- stats ---------------------------------------------------------------------------------
 
 
-async def test_stats_counts(env: Env) -> None:
+async def test_stats_counts(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="arq")
     await env.run("re-embed", 64, None)
     waiting = [await env.client.enqueue("consolidate", "all", None) for _ in range(2)]
     result = (await env.run("stats")).result
@@ -487,7 +568,7 @@ async def test_stats_counts(env: Env) -> None:
     assert result["by_partition_kind"]["memory_facts"] == by_kind
     assert result["by_partition_kind"]["messages"] == {"circle": 0, "member": 2, "dm": 2}
     fam = result["by_circle"][FAM]
-    assert fam["title"] == "Family" and fam["members"] == 2
+    assert fam["members"] == 2 and "title" not in fam
     assert fam["memory_facts"] == sum(1 for f in SEED_FACTS if f.partition.circle_id == FAM)
     assert fam["memory_reflections"] == 3 and fam["messages"] == 2
     assert result["by_circle"][CHESS]["memory_facts"] == 1
@@ -497,7 +578,81 @@ async def test_stats_counts(env: Env) -> None:
     assert result["job_runs"]["admin_re_embed"]["last_status"] == "complete"
     assert result["job_runs"]["admin_stats"]["last_status"] == "running", "this very run"
     assert result["mem0"] == "off"
-    json.dumps(result)  # plain JSON as it stands
+    dumped = json.dumps(result)  # plain JSON as it stands
+    # ids only: arq keeps the result in Redis and logs it at INFO
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "admin_stats" in logged, "arq logged the run"
+    for title in ("Family", "Work", "Chess"):
+        assert title not in dumped, f"group title {title!r} in the stats result"
+        assert title not in logged
+    for name in ("Alice", "Bob", "Carol", "Dave", "alice"):
+        assert name not in dumped
+
+
+def expected_partitions() -> dict[tuple[str, str | None, str | None], dict[str, int]]:
+    """The seeded world's records per partition (visibility, circle id, owner id)."""
+    out: dict[tuple[str, str | None, str | None], dict[str, int]] = {}
+
+    def add(p: Partition, collection: str) -> None:
+        key = (p.visibility.value, p.circle_id, p.owner_user_id)
+        row = out.setdefault(key, {})
+        row[collection] = row.get(collection, 0) + 1
+
+    for f in SEED_FACTS:
+        add(f.partition, "memory_facts")
+    for _, _, p, _ in SEED_REFLECTIONS:
+        add(p, "memory_reflections")
+    for _ in SEED_QUESTIONS:
+        add(Partition.circle(FAM), "clarifications")
+    for p in (
+        Partition.dm(ALICE),
+        Partition.dm(BOB),
+        Partition.member(FAM, ALICE),
+        Partition.member(FAM, BOB),
+    ):
+        add(p, "messages")
+    return out
+
+
+async def test_stats_per_partition_ids_only_largest_first_capped(env: Env) -> None:
+    expected = expected_partitions()
+    full = (await env.run("stats")).result["by_partition"]
+    assert full["total"] == len(expected) == full["shown"], "all of them fit under 20"
+    rows = full["top"]
+    for row in rows:
+        key = (row["visibility"], row["circle_id"], row["owner_user_id"])
+        counts = {k: v for k, v in row.items() if k.startswith(("memory_", "clar", "mess")) and v}
+        assert counts == expected[key], key
+        assert row["records"] == sum(expected[key].values())
+        assert set(row) == {
+            "visibility",
+            "circle_id",
+            "owner_user_id",
+            "records",
+            "memory_facts",
+            "memory_reflections",
+            "memory_consolidated",
+            "clarifications",
+            "messages",
+        }, "ids and counts, nothing else"
+    sizes = [row["records"] for row in rows]
+    assert sizes == sorted(sizes, reverse=True), "largest first"
+    # the Family circle partition: 2 facts, 2 reflections (circle, session), 2 questions
+    assert rows[0] == {
+        "visibility": "shared",
+        "circle_id": FAM,
+        "owner_user_id": None,
+        "memory_facts": 2,
+        "memory_reflections": 2,
+        "memory_consolidated": 0,
+        "clarifications": 2,
+        "messages": 0,
+        "records": 6,
+    }
+
+    capped = (await env.run("stats", 2)).result["by_partition"]
+    assert (capped["total"], capped["shown"]) == (len(expected), 2)
+    assert capped["top"] == rows[:2]
 
 
 # --- mem0 -------------------------------------------------------------------------------------
@@ -570,6 +725,28 @@ async def test_reconcile_mem0_mirrors_missing_deletes_orphans_and_relinks(
     assert (final["missing"], final["orphans"]) == (0, 0), "the purge left no orphan"
 
 
+async def test_a_purge_interrupted_after_its_mem0_step_counts_no_copy_twice(
+    mem0_env: Env, fake_mem0: FakeMem0
+) -> None:
+    env, fake = mem0_env, fake_mem0
+    s = env.services
+    await env.run("reconcile-mem0", False)  # every current fact has its copy
+    assert s.mirror is not None
+    owned = await s.facts.owned_by(BOB)
+    copies = [f.mem0_id for f in owned if f.mem0_id]
+    assert len(copies) == 3 and all(c in fake.memories for c in copies)
+    # The first run deleted one copy, then died: the facts still point at all three.
+    await s.mirror.forget([f for f in owned if f.mem0_id == copies[0]])
+    assert copies[0] not in fake.memories
+
+    result = (await env.run("purge-user", BOB)).result
+    assert result["found"] and result["left"] == {}
+    assert result["removed"]["mem0_copies"] == 2, "only the copies this run deleted"
+    assert "mem0_copies_unverified" not in result["removed"], "the fake lists in full"
+    assert not any(c in fake.memories for c in copies)
+    assert result["removed"]["memory_facts"] == 3
+
+
 async def test_purge_with_mem0_down_retries_and_finishes(
     mem0_env: Env, fake_mem0: FakeMem0
 ) -> None:
@@ -630,13 +807,15 @@ def cli_env(env: Env, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def start_cli(env: Env, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+def start_cli(
+    env: Env, tmp_path: Path, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     return subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "admin", *args],
         cwd=work,
-        env=cli_env(env, tmp_path),
+        env={**cli_env(env, tmp_path), **(extra_env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -687,6 +866,90 @@ async def test_cli_stats_export_and_unknown_users(env: Env, tmp_path: Path) -> N
     assert unknown.returncode == 1 and "unknown user 424242" in unknown.stderr
     assert unknown.stdout == ""
     assert usage.returncode == 2 and "exactly one of" in usage.stderr
+
+
+async def cli(env: Env, tmp_path: Path, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(finish, start_cli(env, tmp_path, *args, **kw))
+
+
+async def test_cli_summaries_of_purge_consolidate_and_re_embed(env: Env, tmp_path: Path) -> None:
+    runs = [
+        start_cli(env, tmp_path, "purge-user", BOB),
+        start_cli(env, tmp_path, "consolidate", "--user", ALICE),
+        start_cli(env, tmp_path, "consolidate", "--circle", "-999"),
+    ]
+    purge, alice, unknown = await asyncio.gather(*(asyncio.to_thread(finish, p) for p in runs))
+
+    assert purge.returncode == 0, purge.stderr
+    [line] = purge.stdout.splitlines()
+    assert line.startswith(f"Purged user {BOB}: ") and line.endswith(".")
+    parts = dict(
+        p.rsplit(" ", 1) for p in line.removeprefix(f"Purged user {BOB}: ")[:-1].split(", ")
+    )
+    assert {k: parts[k] for k in ("memory_facts", "messages", "clarifications")} == {
+        "memory_facts": "3",
+        "messages": "2",
+        "clarifications": "1",
+    }
+    assert (parts["users"], parts["threads"], parts["memberships"]) == ("1", "1", "1")
+    assert all(int(n) > 0 for n in parts.values()), "only what was removed is listed"
+    assert await env.services.directory.user(BOB) is None
+
+    assert alice.returncode == 0, alice.stderr
+    assert alice.stdout.strip() == (
+        f"Consolidated 1 of 1 buffer(s) of user {ALICE} (2 reflection(s) absorbed)."
+    )
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert "alfred: Unknown circle -999: nothing consolidated." in unknown.stderr
+
+    # the CLI's own embedder is not the tests' hash embedder: every fact left is stale
+    left = await env.services.mongo.db[FACTS].count_documents({})
+    assert left == len(SEED_FACTS) - 3
+    first = await cli(env, tmp_path, "re-embed", "--batch-size", "3", "--max-batches", "1")
+    assert first.returncode == 0, first.stderr
+    shape = r"Re-embedded (\d+) fact\(s\) with (\S+) \((\d+) dims\) in (\d+) batch\(es\)\."
+    head = re.fullmatch(shape + r" (\d+) left: run it again to continue\.", first.stdout.strip())
+    assert head is not None, first.stdout
+    assert (head[1], head[4], head[5]) == ("3", "1", str(left - 3))
+    rest = await cli(env, tmp_path, "re-embed", "--batch-size", "3")
+    assert rest.returncode == 0, rest.stderr
+    tail = re.fullmatch(shape, rest.stdout.strip())
+    assert tail is not None, rest.stdout
+    assert (tail[1], tail[2], tail[3], tail[4]) == (str(left - 3), head[2], head[3], "2")
+    models = await env.services.mongo.db[FACTS].distinct("embedding_model")
+    assert models == [head[2]], "every fact now carries the CLI's model"
+
+
+async def test_cli_reconcile_mem0_summaries(
+    mem0_env: Env, fake_mem0: FakeMem0, tmp_path: Path
+) -> None:
+    env, fake = mem0_env, fake_mem0
+    fake.insert("stray copy of something", user_id=Partition.dm(ALICE).key())
+    mem0 = {"MEM0_MODE": "cloud", "MEM0_API_KEY": MEM0_KEY, "MEM0_HOST": fake.base_url}
+    current = len(SEED_FACTS) - 1
+
+    dry = await cli(env, tmp_path, "reconcile-mem0", "--dry-run", extra_env=mem0)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.strip() == (
+        f"mem0 (mem0-cloud): {current} fact(s) missing, 0 mirrored; 1 orphaned cop(ies), "
+        "0 deleted; 0 stale link(s), 0 relinked (dry run: nothing changed)."
+    )
+    assert len(fake.memories) == 1
+
+    done = await cli(env, tmp_path, "reconcile-mem0", extra_env=mem0)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"mem0 (mem0-cloud): {current} fact(s) missing, {current} mirrored; "
+        "1 orphaned cop(ies), 1 deleted; 0 stale link(s), 0 relinked."
+    )
+    assert len(fake.memories) == current
+    assert not any("stray" in m.memory for m in fake.memories.values())
+
+    off = await cli(env, tmp_path, "reconcile-mem0", extra_env={"MEM0_MODE": "off"})
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.strip() == (
+        "mem0 is off (MEM0_MODE=off, or no MEM0_API_KEY): nothing to reconcile"
+    )
 
 
 async def test_cli_no_wait_then_wait(env: Env, tmp_path: Path) -> None:

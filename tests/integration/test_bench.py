@@ -75,6 +75,24 @@ def test_bench_formation_direct_and_through_the_jobs(tmp_path: Path) -> None:
         assert result["peak_rss_mb"] > 50
 
 
+def test_bench_formation_with_model_latency_and_storage(tmp_path: Path) -> None:
+    args = ("formation", "-n", "2", "--messages", "8", "--model-latency", "40", "--json")
+    result, _ = bench(tmp_path, *args)
+    assert result is not None and result["model_latency_ms"] == 40.0
+    assert result["formations"] == 2 and result["skipped"] == 0
+    calls = result["llm_calls_per_formation"]["mean"] * result["formations"]
+    assert calls >= 2
+    # every chat answer waited 40 ms and a formation's calls run one after another, so
+    # the formations took at least that long in all (a lower bound the fake guarantees)
+    assert result["seconds"]["total"] >= calls * 0.040
+    storage = result["storage"]
+    assert storage["messages_journaled"] == 2 * 8
+    assert storage["total_bytes"] == sum(storage["bytes_by_collection"].values())
+    assert storage["bytes_by_collection"]["messages"] > 0
+    assert storage["bytes_by_collection"]["memory_facts"] > storage["embedding_dims"] * 4
+    assert storage["bytes_per_message"] == round(storage["total_bytes"] / 16, 1)
+
+
 def test_bench_retrieval(tmp_path: Path) -> None:
     result, _ = bench(tmp_path, "retrieval", "--facts", "150", "--queries", "6", "--json")
     assert result is not None

@@ -130,3 +130,122 @@ async def test_allowed_circles_limit_memory(settings: Settings, tmp_path: Path) 
     ]
     circles = {f["circle_id"] for f in out[-1]["dump"]["facts"]}
     assert WORK_ID not in circles
+
+
+def chatter(who: str, where: str, lines: list[str]) -> list[dict[str, Any]]:
+    return [say(who, where, text) for text in lines]
+
+
+#: Two formations of Alice's DM: the second contradicts two facts of the first.
+CONTRADICTED = [
+    *CIRCLES,
+    *chatter(
+        "alice",
+        "dm:alice",
+        ["I live in Paris.", "I work at Acme.", "My brother's name is Tom.", "I love Thai food."],
+    ),
+    {"clock": "+15m"},
+    {"jobs": "drain"},
+    {"clock": "+2h"},
+    *chatter(
+        "alice",
+        "dm:alice",
+        ["I live in Berlin.", "I work at Beta.", "My sister's name is Jane.", "I enjoy hiking."],
+    ),
+    {"clock": "+15m"},
+    {"jobs": "drain"},
+    {"clock": "+2h"},
+    say("alice", "dm:alice", "How is your day going?"),
+    say("alice", "dm:alice", "Actually, my brother's name is Tim."),
+    {"dump": "all"},
+]
+
+
+async def test_conflicts_off_asks_nothing_but_corrections_still_work(
+    settings: Settings, tmp_path: Path
+) -> None:
+    on = await replay_lines(settings, CONTRADICTED, tmp_path / "on")
+    off = await replay_lines(
+        flagged(settings, memory_conflicts=False), CONTRADICTED, tmp_path / "off"
+    )
+
+    def current(out: list[dict[str, Any]]) -> dict[str, bool]:
+        return {f["content"]: f["invalid_at"] is None for f in out[-1]["dump"]["facts"]}
+
+    # With conflicts on, the background contradiction is asked about at the next reply.
+    asked = replies(on)[-2]["text"]
+    assert 'I thought "Alice lives in Paris" — has that changed?' in asked
+    assert {c["kind"] for c in on[-1]["dump"]["clarifications"]} == {"contradiction"}
+
+    # Off: formation still lets the newest statement win, but nobody is asked.
+    assert not any("has that changed" in r["text"] for r in replies(off))
+    assert off[-1]["dump"]["clarifications"] == []
+    facts = current(off)
+    assert facts["Alice lives in Paris"] is False and facts["Alice lives in Berlin"] is True
+    assert facts["Alice works at Acme"] is False and facts["Alice works at Beta"] is True
+    # An explicit correction is the person's own word: it still works.
+    assert replies(off)[-1]["text"] == (
+        "Thanks for the correction — I've updated it: Alice's brother's name is Tim"
+    )
+    assert facts["Alice's brother's name is Tom"] is False
+    assert facts["Alice's brother's name is Tim"] is True
+
+
+async def test_allowed_circles_limit_formation(settings: Settings, tmp_path: Path) -> None:
+    out = await replay_lines(
+        flagged(settings, memory_allowed_circles=FAM_ID),
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            {"circle": "work", "members": ["carol", "alice"]},
+            # group chatter, not addressed to Alfred: only formation learns from it
+            say("alice", "group:fam", "I really love Thai food."),
+            say("bob", "group:fam", "My sister's name is Jane."),
+            say("alice", "group:fam", "I work at the bakery on Main Street."),
+            say("bob", "group:fam", "I live in Lisbon these days."),
+            say("carol", "group:work", "I really love sushi."),
+            say("alice", "group:work", "My brother's name is Tom."),
+            say("carol", "group:work", "I ride a red bicycle to work."),
+            say("alice", "group:work", "I live in Porto these days."),
+            # DMs: Alice is in an allowed circle, Carol only in the other one
+            *chatter(
+                "alice",
+                "dm:alice",
+                [
+                    "I play the piano.",
+                    "My dog is called Rex.",
+                    "I was born in Rome.",
+                    "I hate olives.",
+                ],
+            ),
+            *chatter(
+                "carol",
+                "dm:carol",
+                [
+                    "I play the cello.",
+                    "My cat is called Miso.",
+                    "I was born in Oslo.",
+                    "I hate figs.",
+                ],
+            ),
+            {"clock": "+15m"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    dump = out[-1]["dump"]
+    formed = {f["content"]: f for f in dump["facts"]}
+    assert all(f["provenance"]["source"] == "conversation" for f in formed.values())
+    assert {f["circle_id"] for f in formed.values()} == {FAM_ID, None}
+    assert "Alice really loves Thai food" in formed and "Bob lives in Lisbon these days" in formed
+    assert "Alice hates olives" in formed, "a DM of a member of an allowed circle"
+    assert "Alice's dog is called Rex" in formed
+    text = " ".join(formed)
+    for word in ("sushi", "bicycle", "Tom", "Porto", "cello", "Miso", "Oslo", "figs"):
+        assert word not in text, f"{word!r} was formed from a circle that is not allowed"
+    assert not any(r["circle_id"] == WORK_ID for r in dump["reflections"])
+    by_thread: dict[str, set[bool]] = {}
+    for m in dump["messages"]:
+        if m["role"] == "user":
+            by_thread.setdefault(m["thread_id"], set()).add(m["formed"])
+    assert by_thread[FAM_ID] == {True} and by_thread[WORK_ID] == {False}, "kept, not formed"

@@ -12,6 +12,7 @@ import json
 import logging
 import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,10 +31,12 @@ from integrations.metrics import (
     AlfredMetrics,
     ExportingSemanticMetrics,
     arq_queue_depth,
+    set_metrics,
     watch_services,
 )
 from integrations.mongo.connection import MongoHandle
 from integrations.redis_connection import RedisHandle
+from integrations.settings import Settings
 from memory.formation import FormationReport
 from memory.llm import Usage
 from memory.models import Category, Partition
@@ -259,6 +262,110 @@ async def test_registries_are_isolated() -> None:
     assert value(b, "alfred_retrieval_skipped_total") == 0
 
 
+async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
+    client_for: Any, settings: Settings, mongo: MongoHandle, redis: RedisHandle
+) -> None:
+    """The wiring, not the recorder: real code paths feed the process-wide metrics that
+    ``/metrics`` serves — admin jobs run by a real arq worker on the embedded Redis, a
+    formation job drained from the queue, and a reply whose retrieval ran."""
+    from bot.assistant import Assistant
+    from bot.incoming import Incoming, Sender
+    from integrations.container import Services, build_services
+    from integrations.mongo.migrator import MigrationContext, migrate
+    from integrations.mongo.outbox import MongoOutbox, RequestKind
+    from jobs.admin.runner import AdminClient
+    from jobs.config import queue_name
+    from jobs.inprocess import drain
+    from jobs.queue import JobQueue
+    from tests.conftest import make_settings
+    from tests.helpers.fakes import HashEmbedder
+
+    m = AlfredMetrics()
+    set_metrics(m)
+    world = make_settings(
+        settings.alfred_data_dir, mongodb_database=f"metrics_{uuid.uuid4().hex[:10]}"
+    )
+    services = await build_services(world, embedder=HashEmbedder())
+    queue = JobQueue.from_url(redis.url, queue_name(world))
+
+    async def lend() -> Services:
+        return services
+
+    admin = AdminClient(world, redis, services=lend, close_services=False)
+    try:
+        await migrate(
+            MigrationContext(
+                db=services.mongo.db, atlas_search=False, embedding_dims=64, log=lambda _: None
+            )
+        )
+        bot = Assistant(services)
+        mia = Sender(telegram_id=7001, name="Mia")
+
+        async def dm(n: int, text: str) -> str:
+            turn = await bot.handle(
+                Incoming(chat_id=7001, chat_type="private", sender=mia, message_id=n, text=text)
+            )
+            return " ".join(r.text for r in turn.replies)
+
+        for n, text in enumerate(
+            [
+                "I really love spicy ramen on Fridays.",
+                "My sister Jane lives in Lisbon now.",
+                "I work at the bakery on Main Street.",
+                "I am training for the Porto marathon.",
+            ],
+            start=1,
+        ):
+            await dm(n, text)
+        # formation through the queue: an outbox request, its arq job, a burst worker
+        request, _ = await MongoOutbox(services.mongo.db).request(
+            "7001", RequestKind.FORM, services.clock.now()
+        )
+        assert await queue.enqueue_form(request.id)
+        assert await drain(services, redis) == [("form_thread", "complete")]
+        # the reply path: a question whose retrieval runs and finds what was formed
+        assert "ramen" in await dm(5, "What food do I love?")
+        # admin jobs through a real arq worker (no worker alive: the client runs one)
+        stats = await admin.wait(await admin.enqueue("stats"), give_up_after=30)
+        assert stats.success and stats.ran_here
+        bad = await admin.wait(await admin.enqueue("re-embed", 0, None), give_up_after=30)
+        assert not bad.success, "batch size 0 fails"
+
+        http = await client_for(make_health_app(lambda: services, lambda: redis.client, m))
+        text = await (await http.get("/metrics")).text()
+    finally:
+        set_metrics(None)
+        await admin.close()
+        await queue.close()
+        await services.mongo.client.drop_database(world.mongodb_database)
+        await services.aclose()
+
+    scraped: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            scraped[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+
+    def got(name: str, **labels: str) -> float:
+        return scraped.get((name, tuple(sorted(labels.items()))), 0.0)
+
+    # admin jobs: timed, counted by outcome, failures counted
+    assert got("alfred_job_seconds_count", job="admin_stats") == 1
+    assert got("alfred_jobs_total", job="admin_stats", outcome="ok") == 1
+    assert got("alfred_job_seconds_count", job="admin_re_embed") == 1
+    assert got("alfred_job_failures_total", job="admin_re_embed") == 1
+    assert got("alfred_job_failures_total", job="admin_stats") == 0
+    # the formation job and the formation it ran
+    assert got("alfred_jobs_total", job="form_thread", outcome="ok") == 1
+    assert got("alfred_formations_total", outcome="formed") == 1
+    assert got("alfred_formation_messages_total") >= 4
+    assert got("alfred_formation_facts_total", action="added") >= 1
+    # the reply's retrieval: searched, found, timed
+    assert got("alfred_retrieval_requests_total") >= 1
+    assert got("alfred_retrieval_hits_total") >= 1
+    assert got("alfred_retrieval_seconds_count") == got("alfred_retrieval_requests_total")
+    assert 'alfred_up{component="database"} 1.0' in text
+
+
 # --- endpoints ---------------------------------------------------------------------------
 
 
@@ -459,3 +566,128 @@ def test_configure_logging_is_idempotent_and_captures_own_handlers(
     finally:
         root.removeHandler(again)
         again.close()
+
+
+async def test_model_output_never_reaches_info_logs(json_log: io.StringIO) -> None:
+    """The OpenAI adapter, through the real ``openai`` client against the local fake: two
+    invalid answers that repeat a user's secret (one not JSON, one a refusal). The
+    secret is in no INFO+ record and not in the error callers log at WARNING; it is in
+    the DEBUG record and in the corrective retry shown to the model."""
+    from openai import AsyncOpenAI
+
+    from integrations.openai_llm import OpenAILLM, RetryPolicy
+    from memory.llm import LLMOutputError
+    from memory.models import Role, ThreadKind
+    from memory.prompts.common import JournalLine, Person
+    from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+    from tests.helpers.fake_openai import FakeOpenAI, completion
+
+    secret = "Alice hides the spare key under the blue flowerpot"
+    refusal = completion(None)
+    refusal["choices"][0]["message"]["refusal"] = f"I won't repeat that {secret}."
+    context = ExtractFactsContext(
+        thread_kind=ThreadKind.DM,
+        thread_owner_id="u1",
+        people=[Person(id="u1", name="Alice")],
+        now=datetime(2025, 3, 1, 12, 0, tzinfo=UTC),
+        lines=[
+            JournalLine(
+                message_id="m1", role=Role.USER, speaker_id="u1", speaker_name="Alice", text=secret
+            )
+        ],
+    )
+    async with FakeOpenAI() as fake:
+        fake.enqueue(f"Noted: {secret}. Nothing else to add.", refusal)
+        client = AsyncOpenAI(api_key="test-key", base_url=fake.base_url)
+        llm = OpenAILLM(
+            client,
+            fast_model="fast",
+            slow_model="slow",
+            chat_model="chat",
+            timeout=2.0,
+            retry=RetryPolicy(attempts=2, base_delay=0.005, max_delay=0.01),
+        )
+        try:
+            with pytest.raises(LLMOutputError) as raised:
+                await llm.run(EXTRACT_FACTS, context)
+        finally:
+            await client.close()
+        corrective = fake.chat_requests[1].messages[-1]["content"]
+
+    assert secret not in str(raised.value)
+    assert str(raised.value) == (
+        "the model's answer to extract_facts was not valid: the model refused"
+    )
+    assert secret[:40] in corrective, "the model is still shown what was wrong"
+    entries = [e for e in _lines(json_log) if e["logger"] == "integrations.openai_llm"]
+    above_debug = [e for e in entries if e["level"] != "DEBUG"]
+    assert [e["message"] for e in above_debug] == [
+        "llm extract_facts answer 1 invalid: no JSON object in the answer",
+        "llm extract_facts answer 2 invalid: the model refused",
+    ]
+    for entry in _lines(json_log):
+        if entry["level"] != "DEBUG":
+            assert "flowerpot" not in json.dumps(entry), entry
+    debug = [e["message"] for e in entries if e["level"] == "DEBUG"]
+    assert len(debug) == 2 and all("flowerpot" in m for m in debug)
+
+
+async def test_a_standalone_worker_logs_json_without_a_metrics_port(
+    settings: Any, redis: RedisHandle
+) -> None:
+    """``arq jobs.worker.WorkerSettings`` runs ``startup`` with ``serve_health``: its logs
+    are JSON lines through the redacting filter even with ``METRICS_PORT=0``."""
+    from integrations.container import build_services
+    from jobs.config import queue_name
+    from jobs.queue import JobQueue
+    from jobs.tasks import shutdown, startup
+    from tests.helpers.fakes import HashEmbedder
+
+    assert settings.metrics_port == 0
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    for earlier in handlers:  # so that only startup can have put ours there
+        if earlier.get_name() == "alfred-json":
+            root.removeHandler(earlier)
+    arq_log = logging.getLogger("arq")
+    arq_handlers, arq_propagate = list(arq_log.handlers), arq_log.propagate
+    plain = io.StringIO()
+    arq_log.addHandler(logging.StreamHandler(plain))  # as arq's CLI does before startup
+    arq_log.propagate = False
+    services = await build_services(settings, embedder=HashEmbedder())
+    queue = JobQueue.from_url(redis.url, queue_name(settings))
+    ctx: dict[str, Any] = {
+        "settings": settings,
+        "serve_health": True,
+        "services": services,
+        "redis_handle": redis,
+        "redis": queue.pool,
+        "recover_on_startup": False,
+    }
+    try:
+        await startup(ctx)
+        ours = [h for h in root.handlers if h.get_name() == "alfred-json"]
+        assert len(ours) == 1 and isinstance(ours[0], logging.StreamHandler)
+        buffer = io.StringIO()
+        ours[0].setStream(buffer)
+        arq_log.info("job %s done", "j-1")
+        logging.getLogger("jobs.tasks").info("formed %s", sensitive("a secret"))
+        first, second = _lines(buffer)
+        assert first["logger"] == "arq" and first["message"] == "job j-1 done"
+        assert second["message"] == f"formed {REDACTED}"
+        assert plain.getvalue() == "", "arq's own plain handler was replaced"
+        assert "_alfred_health_runner" not in ctx, "no metrics server on port 0"
+    finally:
+        await shutdown(ctx)
+        await queue.close()
+        await services.aclose()
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        for handler in handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(level)
+        arq_log.handlers[:] = arq_handlers
+        arq_log.propagate = arq_propagate
