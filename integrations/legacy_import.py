@@ -463,6 +463,17 @@ class _Importer:
             upsert=True,
         )
 
+    async def _write_reflection(self, reflection: Reflection, kind: str, legacy_id: str) -> bool:
+        """Store one imported reflection (not in a dry run), enter it in the ledger and
+        the report; False when an earlier run had stored it already."""
+        if not self.dry_run and not await self.notes.add_reflection(reflection):
+            self.report.skip(kind, legacy_id, "already_imported")
+            return False
+        await self._remember(reflection.id, kind)
+        self.report.ok(kind)
+        self.report.written[REFLECTIONS] += 1
+        return True
+
     def _other_agent(self, doc: Document) -> bool:
         return self.agent_id is not None and _sid(doc.get("agent_id")) != self.agent_id
 
@@ -635,13 +646,8 @@ class _Importer:
                 absorbed_into=into,
                 created_at=d.created_at,
             )
-            if not self.dry_run and not await self.notes.add_reflection(reflection):
-                self.report.skip(DIRECTIVE, d.legacy_id, "already_imported")
-                continue
-            await self._remember(d.id, DIRECTIVE)
-            existing.add(d.id)
-            self.report.ok(DIRECTIVE)
-            self.report.written[REFLECTIONS] += 1
+            if await self._write_reflection(reflection, DIRECTIVE, d.legacy_id):
+                existing.add(d.id)
 
     async def _save_blob(self, blob: Consolidated) -> bool:
         """Store ``blob`` unless its (scope, partition, session) holds another one.
@@ -743,12 +749,7 @@ class _Importer:
                     absorbed_into=blob_id,
                     created_at=created,
                 )
-                if not self.dry_run and not await self.notes.add_reflection(reflection):
-                    self.report.skip(EPISODE, legacy_id, "already_imported")
-                    continue
-                await self._remember(rid, EPISODE)
-                self.report.ok(EPISODE)
-                self.report.written[REFLECTIONS] += 1
+                await self._write_reflection(reflection, EPISODE, legacy_id)
 
     # --- facts ------------------------------------------------------------------------
 
@@ -867,12 +868,7 @@ class _Importer:
                 absorbed=False,
                 created_at=created,
             )
-            if not self.dry_run and not await self.notes.add_reflection(reflection):
-                self.report.skip(SUGGESTION, legacy_id, "already_imported")
-                continue
-            await self._remember(rid, SUGGESTION)
-            self.report.ok(SUGGESTION)
-            self.report.written[REFLECTIONS] += 1
+            await self._write_reflection(reflection, SUGGESTION, legacy_id)
 
     async def skip_agent_shards(self) -> None:
         if LEGACY_AGENT in self.report.legacy_collections:
