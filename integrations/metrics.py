@@ -558,23 +558,6 @@ class AlfredMetrics:
             self.job_duration.labels(job=job).observe(time.perf_counter() - started)
             self.jobs.labels(job=job, outcome=outcome).inc()
 
-    def instrument_job(
-        self, job: str, *, retry_types: tuple[type[BaseException], ...] = ()
-    ) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
-        """A decorator form of :meth:`time_job` for arq job functions."""
-
-        def wrap(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-            import functools
-
-            @functools.wraps(func)
-            async def run(*args: Any, **kwargs: Any) -> Any:
-                async with self.time_job(job, retry_types=retry_types):
-                    return await func(*args, **kwargs)
-
-            return run
-
-        return wrap
-
 
 @dataclass
 class ExportingSemanticMetrics(SemanticMetrics):

@@ -241,18 +241,12 @@ async def test_job_timer_counts_outcomes_and_durations() -> None:
         async with m.time_job("form_thread", retry_types=(Retry,)):
             raise Retry
 
-    @m.instrument_job("stats")
-    async def stats() -> int:
-        return 3
-
-    assert await stats() == 3
     assert value(m, "alfred_jobs_total", job="consolidate", outcome="ok") == 1
     assert value(m, "alfred_jobs_total", job="consolidate", outcome="failed") == 1
     assert value(m, "alfred_job_failures_total", job="consolidate") == 1
     assert value(m, "alfred_jobs_total", job="form_thread", outcome="retry") == 1
     assert value(m, "alfred_job_failures_total", job="form_thread") == 0
     assert value(m, "alfred_job_seconds_count", job="consolidate") == 2
-    assert value(m, "alfred_jobs_total", job="stats", outcome="ok") == 1
 
 
 async def test_registries_are_isolated() -> None:
