@@ -64,6 +64,8 @@ _NON_PERSON_DOMAINS = (
     "import.calendar.google.com",
 )
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+#: The words of a name or of an address's local part ("bob.jones-2" → bob, jones, 2).
+_NAME_WORDS = re.compile(r"[^\W_]+")
 _WHO_CUT = re.compile(r"\s+[-–—|]\s+|[:(\[{/|]|\s+(?:re|about|to discuss|regarding)\s+", re.I)
 _EDGE = re.compile(r"^[\s\W_]+|[\s\W_]+$")
 
@@ -423,6 +425,7 @@ def _contacts(
         return []
     emails = {e.lower() for e in excluded_emails}
     names = {n.casefold() for n in excluded_names} | {owner_name.casefold()}
+    first_names = {_first_word(n) for n in names} - {""}
     out: list[DerivedMemory] = []
     seen: set[str] = set()
     for guest in event.attendees:
@@ -432,7 +435,9 @@ def _contacts(
         if guest.email in emails or guest.email in seen:
             continue
         name = guest.name
-        if not name or name.lower() == guest.email or name.casefold() in names:
+        if not name or name.lower() == guest.email:
+            continue
+        if _may_be_one_of(name, guest.email, names, first_names):
             continue
         seen.add(guest.email)
         out.append(
@@ -444,6 +449,25 @@ def _contacts(
             )
         )
     return out
+
+
+def _first_word(name: str) -> str:
+    """The first word of a folded name, if it can be a first name (two letters or more)."""
+    words = _NAME_WORDS.findall(name.casefold())
+    return words[0] if words and len(words[0]) >= 2 else ""
+
+
+def _may_be_one_of(name: str, email: str, names: set[str], first_names: set[str]) -> bool:
+    """Whether an attendee may be the owner or someone of the owner's circles, whose
+    address Alfred does not know (only connected calendars tell it): the same name, the
+    same first name ("Bob" in Telegram, "Bob Jones" in the invitation), or an address
+    made of such a name ("bob.jones@…", a Telegram username). Erring this way loses a
+    contact memory; erring the other way would store a partner as a contact."""
+    folded = name.casefold()
+    if folded in names or _first_word(folded) in first_names:
+        return True
+    local = email.split("@", 1)[0].casefold()
+    return local in names or bool(set(_NAME_WORDS.findall(local)) & first_names)
 
 
 def derive_memories(
@@ -458,7 +482,9 @@ def derive_memories(
 
     ``excluded_emails`` are addresses that must never become contacts: the owner's own
     and those of the people in the owner's circles. ``excluded_names`` likewise (circle
-    members invited under another address). A cancelled event gives nothing.
+    members' names and usernames, for people invited under an address Alfred does not
+    know; a first name or an address made of one is enough, see :func:`_may_be_one_of`).
+    A cancelled event gives nothing.
     """
     if event.cancelled:
         return []

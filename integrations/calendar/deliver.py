@@ -96,7 +96,10 @@ class EventMemories:
         for circle in await d.circles_of(self.owner_user_id):
             people.update(circle.member_ids)
         users = await d.users(sorted(people))
-        self.excluded_names = {u.name for u in users.values() if u.name}
+        # Names and Telegram usernames: an attendee called either is taken for them.
+        self.excluded_names = {u.name for u in users.values() if u.name} | {
+            u.username for u in users.values() if u.username
+        }
         for connection in await self.store.many(sorted(people)):
             email = await self.setup.account_email(connection)
             if email:

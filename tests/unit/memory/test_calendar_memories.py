@@ -108,6 +108,34 @@ def test_contacts_and_context_with_the_owners_name() -> None:
     assert memories[1].expires_at == datetime(2026, 3, 10, 15, tzinfo=UTC)
 
 
+def test_circle_members_under_unknown_addresses_are_never_contacts() -> None:
+    """A partner invited under an address Alfred does not know (no connected calendar):
+    the same first name or a username in the address is enough to leave them out."""
+    raw = {
+        "id": "e2",
+        "title": "Dinner",
+        "start": "2026-03-10T19:00:00Z",
+        "attendees": [
+            {"email": "robert.b@mail.example", "name": "Bob Jones"},  # first name
+            {"email": "bobcat77@mail.example", "name": "R. B."},  # Telegram username
+            {"email": "bob_jones@work.example", "name": "Mr J"},  # first name in the address
+            {"email": "alice.l@home.example", "name": "A. L."},  # the owner's own name
+            {"email": "carol@clinic.example", "name": "Dr. Carol Diaz"},
+            {"email": "ed@garage.example", "name": "Ed"},
+        ],
+    }
+    memories = derive_memories(
+        parse_event(raw),
+        owner_name="Alice Liddell",
+        now=NOW,
+        excluded_names={"Bob", "bobcat77"},
+    )
+    assert [m.content for m in memories] == [
+        "Alice Liddell has a contact: Dr. Carol Diaz (carol@clinic.example)",
+        "Alice Liddell has a contact: Ed (ed@garage.example)",
+    ]
+
+
 def test_what_is_not_remembered() -> None:
     past = {"id": "p", "title": "Call with Ann", "start": "2026-02-01T10:00:00Z"}
     assert derive(past) == []  # over already: no context
