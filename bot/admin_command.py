@@ -443,8 +443,7 @@ def stats(
     as_json: AsJson = False,
     timeout: GiveUp = None,
 ) -> None:
-    """Counts per collection, partition kind, circle and partition (ids only: no titles,
-    no names); the queue; last job runs."""
+    """Counts per collection, circle and partition (ids only); the queue; last job runs."""
     _launch("stats", [top], wait=not no_wait, as_json=as_json, give_up_after=timeout)
 
 
