@@ -1013,7 +1013,7 @@ async def test_a_slow_google_never_blocks_the_sweep(world: World) -> None:
     assert doc is not None and doc["lease_until"] is None
     # the sweep's own budget: it starts nobody once it is spent
     world.clock.advance(timedelta(minutes=6))
-    tight = dataclasses.replace(FAST, user_deadline=30.0, sweep_budget=0.2)
+    tight = dataclasses.replace(FAST, user_deadline=30.0, sweep_budget=1.0)
     sweep = await sync_due(world.s, config=tight)
     assert [(u.user_id, u.status) for u in sweep.users] == [(ALICE, "retry_later")]
     # Google is back: Bob (not started, still due) and Carol are synced; Alice, who

@@ -25,7 +25,9 @@ from memory.errors import Unavailable
 
 Db = AsyncDatabase[dict[str, Any]]
 #: A lease this short expires several times during one slow migration unless renewed.
-SHORT = timedelta(milliseconds=300)
+# Short enough to see renewals within seconds; long enough that a loaded machine (a
+# database round trip of a few hundred ms) never lets a live holder's lease lapse.
+SHORT = timedelta(milliseconds=1500)
 
 
 async def wait_until(condition: Callable[[], Awaitable[bool]], seconds: float = 20) -> None:
