@@ -230,13 +230,15 @@ class FormationService:
         for fact in extracted:
             if not fact.content.strip():
                 continue
-            speaker = fact.speaker_id if fact.speaker_id in speakers else None
-            if speaker is None:
-                sources = {by_message.get(mid) for mid in fact.source_message_ids} - {None}
-                if len(sources) == 1:
-                    speaker = sources.pop()
-                elif len(speakers) == 1:
-                    speaker = next(iter(speakers))
+            # The journal knows who said each line: when the fact's source messages name
+            # one speaker, that is whose it is, whatever the model claims (a wrong claim
+            # would file one member's words in another's partition, shown in their DM).
+            sources = {by_message.get(mid) for mid in fact.source_message_ids} - {None}
+            speaker = fact.speaker_id if fact.speaker_id in (sources or speakers) else None
+            if len(sources) == 1:
+                speaker = next(iter(sources))
+            elif speaker is None and not sources and len(speakers) == 1:
+                speaker = next(iter(speakers))
             if thread.kind is ThreadKind.DM:
                 assert thread.user_id is not None
                 placed.append((fact, Partition.dm(thread.user_id), thread.user_id))
@@ -455,8 +457,18 @@ class FormationService:
                     assert thread.user_id is not None
                     partition = Partition.dm(thread.user_id)
                 else:
-                    about = item.about_user_id if item.about_user_id in speakers else speaker
+                    # Whose note it is comes from the model only among this batch's
+                    # speakers; guessing (say, the last speaker) could file one member's
+                    # note in another's partition, shown in the wrong DM. No guess: skip.
+                    about = item.about_user_id if item.about_user_id in speakers else None
+                    if about is None and len(speakers) == 1:
+                        about = next(iter(speakers))
                     if about is None:
+                        log.info(
+                            "formation batch=%s: a user note with no identifiable person "
+                            "was skipped",
+                            report.batch_id,
+                        )
                         continue
                     partition = thread.partition_for(about)
             reflection = Reflection(
