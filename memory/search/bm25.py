@@ -12,6 +12,12 @@ Scoring (Robertson/Sparck Jones with Lucene's non-negative idf)::
     norm(d)     = k1 · (1 - b + b · |d| / avgdl)
     score(d, q) = Σ_{t ∈ set(q)} idf(t) · tf(t,d) · (k1 + 1) / (tf(t,d) + norm(d))
 
+k1 = 0.9 and b = 0.4 (Anserini's defaults for short passages, not Lucene's 1.2 / 0.75):
+facts and chat turns are a sentence or two, so a repeated term saturates sooner and
+length says little about focus. On LoCoMo (5 dev conversations) this raised recall@10 of
+the fused ranking from 0.699 to 0.705 and recall@20 from 0.763 to 0.771, on both halves
+of the set, and the neighbourhood (k1 0.7-1.0, b 0.3-0.5) is a plateau, not a spike.
+
 Each distinct query term counts once: a question that repeats a word should not double
 its weight. N, df and avgdl are those of the whole index (the partition), also when only a
 candidate subset is scored, so scores of a subset equal the full scores restricted to it.
@@ -36,6 +42,11 @@ Tokenizer = Callable[[str], list[str]]
 
 _Postings = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
+#: Term-frequency saturation; lower than Lucene's 1.2 because documents are short.
+DEFAULT_K1 = 0.9
+#: Length normalisation; lower than Lucene's 0.75 because short texts vary little in focus.
+DEFAULT_B = 0.4
+
 
 class BM25Index:
     """Okapi BM25 over ``(doc_id, text)`` pairs, with add, replace and remove.
@@ -46,8 +57,8 @@ class BM25Index:
     def __init__(
         self,
         *,
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
         tokenizer: Tokenizer = tokenize,
     ) -> None:
         if k1 < 0 or not 0.0 <= b <= 1.0:

@@ -10,7 +10,8 @@ import pytest
 
 from memory.search.bm25 import BM25Index
 
-K1, B = 1.2, 0.75
+#: The documented defaults (Anserini's short-passage setting), checked by hand below.
+K1, B = 0.9, 0.4
 
 
 def _split(text: str) -> list[str]:
@@ -26,8 +27,8 @@ def _index(docs: dict[str, str]) -> BM25Index:
 TINY = {"d1": "a b a", "d2": "b c", "d3": "c c c d"}
 
 
-def _term(idf: float, tf: int, dl: int, avgdl: float) -> float:
-    return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
+def _term(idf: float, tf: int, dl: int, avgdl: float, k1: float = K1, b: float = B) -> float:
+    return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
 
 
 def test_scores_match_a_hand_computation() -> None:
@@ -46,6 +47,18 @@ def test_scores_match_a_hand_computation() -> None:
         },
         rel=1e-6,
     )
+
+
+def test_explicit_parameters_are_used_instead_of_the_defaults() -> None:
+    index = BM25Index(k1=1.2, b=0.75, tokenizer=_split)
+    index.add_many(TINY.items())
+    idf_c = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    expected = {
+        "d2": _term(idf_c, 1, 2, 3.0, k1=1.2, b=0.75),
+        "d3": _term(idf_c, 3, 4, 3.0, k1=1.2, b=0.75),
+    }
+    assert index.score("c") == pytest.approx(expected, rel=1e-6)
+    assert index.score("c") != pytest.approx(_index(TINY).score("c"))
 
 
 def test_repeated_query_terms_count_once() -> None:
