@@ -194,7 +194,7 @@ def _lines(prompt: str) -> list[tuple[str, str, str, str]]:
 class WorstModel:
     """Everything a model could do wrong that the code claims to contain.
 
-    Chat: repeats its whole prompt and searches memory for every secret's context.
+    Chat: repeats every secret word of its prompt and searches memory for every secret's context.
     Extraction: in a DM calls everything circle-level; in a group names the wrong
     speaker for every line (the journal says who spoke). Decisions: UPDATE or DELETE a
     fact it was never shown (Alice's DM memory). Reflections: circle notes in a DM, and
@@ -227,7 +227,10 @@ class WorstModel:
         if not searched:
             return completion(None, tool_calls=[tool_call("search_memory", {"query": FISHING})])
         dump = " | ".join(str(m.get("content")) for m in request.messages)
-        return completion(f"Everything I know: {dump}")
+        # Repeating only the secrets it was shown leaks exactly as much as repeating it
+        # all, and stays one Telegram message (a long echo is split into many, and the
+        # group rate limit then spends seconds on each part).
+        return completion(f"Everything I know: {' '.join(sorted(secrets_in(dump)))}")
 
     def extract(self, prompt: str) -> dict[str, Any]:
         people = _people(prompt)
@@ -363,7 +366,7 @@ PROBES: list[Line] = [
 async def test_a_worst_case_model_moves_nothing_across_partitions(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """Attack: a chat model that repeats its whole prompt and searches memory for every
+    """Attack: a chat model that repeats every secret in its prompt and searches memory for every
     secret; formation answers that call DM facts circle-level, blame each line on the
     other member, UPDATE/DELETE Alice's DM fact from other threads' formations, and write
     circle notes in DMs and user notes about nobody — then every reply, probe, prompt
