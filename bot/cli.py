@@ -40,11 +40,15 @@ def _settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]).upper()
+        message = str(first["msg"]).removeprefix("Value error, ")
         err.print(
-            f"alfred: invalid setting {field}: {first['msg']} (see .env.example)",
+            f"alfred: invalid setting {field}: {message} (see .env.example)",
             markup=False,
             highlight=False,
         )
+        raise typer.Exit(2) from None
+    except AlfredError as exc:
+        err.print(f"alfred: {exc.one_line()}", markup=False, highlight=False)
         raise typer.Exit(2) from None
 
 

@@ -7,6 +7,7 @@ and the console.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,6 +15,17 @@ ChatType = Literal["private", "group", "supergroup", "channel"]
 
 #: Telegram refuses messages longer than this.
 TELEGRAM_MAX_TEXT = 4096
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every unpaired UTF-16 surrogate replaced by U+FFFD.
+
+    JSON may escape half a surrogate pair (``"\\ud83d"``), and Python decodes it into a
+    string that cannot be encoded as UTF-8 (the database) or UTF-16 (entity offsets):
+    such a message would fail on every retry. The replacement keeps its length in
+    UTF-16 code units, so Telegram's entity offsets still point at the same text."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,21 @@ from memory.errors import BadInput
 from memory.models import Thread, Viewer
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+#: The range a script's clock may move in (Telegram dates are Unix times).
+MIN_CLOCK = datetime(1970, 1, 2, tzinfo=UTC)
+MAX_CLOCK = datetime(9000, 1, 1, tzinfo=UTC)
 LINE_KINDS = ("circle", "say", "clock", "jobs", "calendar", "probe", "dump")
 _DURATION = re.compile(r"^\+(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class ScriptError(BadInput):
     """A malformed script line; ``line`` is 1-based."""
 
     def __init__(self, line: int, message: str) -> None:
+        # One line on a terminal, whatever names or keys the script put in the message.
+        message = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", message)
         super().__init__(f"line {line}: {message}")
         self.line = line
 
@@ -58,6 +64,7 @@ def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
     """Validate every line first, so a malformed script fails before anything runs."""
     events: list[tuple[int, str, Any]] = []
     membership = _Membership()
+    clock = _ScriptClock()
     for number, raw in enumerate(lines, start=1):
         text = raw.strip()
         if not text or text.startswith("#"):
@@ -66,6 +73,18 @@ def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ScriptError(number, f"not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ScriptError(number, "nested too deeply to read") from None
+        except ValueError:  # an integer of more than 4,300 digits
+            raise ScriptError(
+                number, "not usable JSON (a number of more than 4,300 digits?)"
+            ) from None
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ScriptError(
+                number, "holds an unpaired surrogate escape (like \\ud83d), which is no character"
+            ) from None
         if not isinstance(obj, dict):
             raise ScriptError(
                 number, f"a line is a JSON object with one of {', '.join(LINE_KINDS)}"
@@ -76,7 +95,8 @@ def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
         kind = kinds[0]
         extra = set(obj) - {kind} - ({"members"} if kind == "circle" else set())
         if extra:
-            raise ScriptError(number, f"unexpected key(s) {', '.join(sorted(extra))}")
+            keys = ", ".join(json.dumps(k)[:40] for k in sorted(extra))
+            raise ScriptError(number, f"unexpected key(s) {keys}")
         value = obj[kind]
         if kind == "circle":
             members = obj.get("members", [])
@@ -87,6 +107,8 @@ def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
         else:
             _check(number, kind, value)
         membership.follow(number, kind, value)
+        if kind == "clock":
+            clock.follow(number, value)
         events.append((number, kind, value))
     return events
 
@@ -113,6 +135,35 @@ class _Membership:
                 )
             if where == "group" and user not in self.circles.get(name, set()):
                 raise ScriptError(number, f'{user} is not a member of "group:{name}"')
+
+
+@dataclass
+class _ScriptClock:
+    """The simulated time as the script moves it: it must stay within Telegram's dates
+    (from 1970) and far enough from ``datetime``'s last year for retention and session
+    arithmetic, or the run would fail half-way instead of at parse time."""
+
+    now: datetime = DEFAULT_START
+
+    def follow(self, number: int, value: str) -> None:
+        match = _DURATION.match(value)
+        try:
+            if match:
+                amount, unit = float(match.group(1)), match.group(2)
+                moved = self.now + timedelta(**{_UNITS[unit]: amount})
+            else:
+                moved = datetime.fromisoformat(value.replace("Z", "+00:00"))
+                if moved.tzinfo is None:
+                    moved = moved.replace(tzinfo=UTC)
+        except OverflowError:
+            moved = datetime.max.replace(tzinfo=UTC)
+        if not MIN_CLOCK <= moved <= MAX_CLOCK:
+            raise ScriptError(
+                number,
+                f'"clock" would move the time to {moved:%Y-%m-%d}, outside '
+                f"{MIN_CLOCK:%Y} to {MAX_CLOCK:%Y}",
+            )
+        self.now = moved
 
 
 def _check(number: int, kind: str, value: Any) -> None:
@@ -438,7 +489,8 @@ class Replay:
 
 def _mentions(text: str, username: str) -> list[dict[str, Any]]:
     """The entities Telegram would attach: a leading ``/command`` and ``@alfred`` mentions,
-    with offsets in UTF-16 code units."""
+    with offsets in UTF-16 code units (an unpaired surrogate, which ``alfred chat`` may read
+    from a terminal, counts as one)."""
     out: list[dict[str, Any]] = []
     command = re.match(r"^/[A-Za-z0-9_]+(@\w+)?", text)
     if command:
@@ -446,12 +498,12 @@ def _mentions(text: str, username: str) -> list[dict[str, Any]]:
             {
                 "type": "bot_command",
                 "offset": 0,
-                "length": len(command.group(0).encode("utf-16-le")) // 2,
+                "length": len(command.group(0).encode("utf-16-le", "surrogatepass")) // 2,
             }
         )
     for match in re.finditer(rf"@{re.escape(username)}\b", text, re.IGNORECASE):
-        offset = len(text[: match.start()].encode("utf-16-le")) // 2
-        length = len(match.group(0).encode("utf-16-le")) // 2
+        offset = len(text[: match.start()].encode("utf-16-le", "surrogatepass")) // 2
+        length = len(match.group(0).encode("utf-16-le", "surrogatepass")) // 2
         out.append({"type": "mention", "offset": offset, "length": length})
     return out
 

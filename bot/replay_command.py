@@ -39,10 +39,16 @@ async def replay_file(
     settings: Settings, script: Path, *, data_dir: Path | None, as_text: bool
 ) -> int:
     try:
-        text = await asyncio.to_thread(script.read_text, encoding="utf-8")
-        lines = text.splitlines()
+        data = await asyncio.to_thread(script.read_bytes)
     except OSError as exc:
         print(f"alfred replay: cannot read {script}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        # Only "\n" ends a line: JSON strings may hold U+2028 or U+0085 unescaped.
+        lines = data.decode("utf-8-sig").split("\n")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        print(f"alfred replay: {script}:line {line}: not UTF-8 text", file=sys.stderr)
         return 2
     try:
         events = parse_script(lines)

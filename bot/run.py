@@ -20,6 +20,7 @@ from typing import Any
 
 from aiohttp import web
 from telegram import Update
+from telegram.error import InvalidToken, NetworkError
 
 from bot.assistant import Assistant
 from bot.telegram_app import Spool, build_application
@@ -30,7 +31,7 @@ from integrations.metrics import watch_services
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.settings import Settings
 from jobs.config import queue_name
-from memory.errors import ConfigurationError
+from memory.errors import ConfigurationError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,9 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             assistant,
             base_url=settings.telegram_api_base_url,
             spool=spool,
+            unreadable=spool.path.with_name("unreadable.jsonl"),
         )
+        await _connect(application, settings)
         async with application:
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
@@ -146,6 +149,24 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
         await services.aclose()
 
 
+async def _connect(application: Any, settings: Settings) -> None:
+    """Initialise the application (``getMe``): a refused token or an unreachable Bot API
+    is a one-line error at start, not a traceback."""
+    try:
+        await application.initialize()
+    except InvalidToken:
+        raise ConfigurationError(
+            "Telegram refused TELEGRAM_BOT_TOKEN", hint="copy the token from @BotFather again"
+        ) from None
+    except NetworkError as exc:  # TimedOut included
+        where = settings.telegram_api_base_url or "api.telegram.org"
+        raise Unavailable(
+            "telegram",
+            f"cannot reach the Bot API at {where} ({type(exc).__name__})",
+            hint="check the network, or TELEGRAM_API_BASE_URL",
+        ) from None
+
+
 def webhook_secret(settings: Settings) -> str:
     """``WEBHOOK_SECRET``, or one derived from the bot token: the same in every replica
     behind the webhook (a random one per process would make the others refuse updates)."""
@@ -188,7 +209,9 @@ async def _serve_webhook(
     assert settings.webhook_url is not None
     secret = webhook_secret(settings)
     path = webhook_path(settings.webhook_url)
-    app = make_web_app(application, path, secret)
+    app = make_web_app(
+        application, path, secret, settings.data_dir() / "spool" / "unreadable.jsonl"
+    )
     app.add_routes(routes or [])
     if readiness is not None:
         add_health_routes(app, *readiness, include_metrics=False)

@@ -10,6 +10,7 @@ so it is never lost for good.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections import OrderedDict
@@ -17,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from telegram import Chat, Message, MessageEntity, Update
+from telegram import Chat, Message, MessageEntity, Update, User
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import ChatMigrated
 from telegram.ext import (
@@ -31,11 +32,11 @@ from telegram.ext import (
     TypeHandler,
     filters,
 )
-from telegram.request import BaseRequest
+from telegram.request import BaseRequest, HTTPXRequest, RequestData
 
 from bot.assistant import MEMORY_DOWN, Assistant
 from bot.commands import help_text, start_text, status_text
-from bot.incoming import Incoming, Sender, split_for_telegram
+from bot.incoming import Incoming, Sender, safe_text, split_for_telegram
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,10 @@ NON_TEXT_REPLY = (
     "I can only read text (and the captions of photos) for now — could you write it down?"
 )
 UNKNOWN_COMMAND = "I don't know that command. Try /help."
+ANONYMOUS_REPLY = (
+    "I can't tell who wrote this: a message sent as the group or as a channel has no "
+    "person I could remember it for. Write as yourself to talk to me."
+)
 SEEN_UPDATES = 10_000
 #: How often a send refused with 429 "retry after N" is retried after waiting N seconds.
 RATE_RETRIES = 3
@@ -90,16 +95,115 @@ class Spool:
         return taken
 
 
+def keep_unreadable(path: Path | None, data: dict[str, Any], exc: Exception) -> None:
+    """Log (id and error type only: an update holds message text) and keep on disk an
+    update python-telegram-bot cannot read, so it is not lost and can be looked at."""
+    log.warning(
+        "update %s cannot be read (%s); kept in %s",
+        data.get("update_id"),
+        type(exc).__name__,
+        path or "nowhere (no data folder)",
+    )
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(data) + "\n")
+
+
+class ReadableUpdates(BaseRequest):
+    """``getUpdates`` through ``inner``, each update checked before PTB sees the batch.
+
+    PTB parses a batch as a whole: one update it cannot read (a field this PTB version
+    does not expect, a broken proxy) fails the batch, and polling asks for the same batch
+    again, forever — the bot stops answering anyone. Such an update is replaced by a bare
+    ``{"update_id": …}`` (so polling moves past it) and kept by :func:`keep_unreadable`.
+    """
+
+    def __init__(self, inner: BaseRequest, unreadable: Path | None = None) -> None:
+        self.inner = inner
+        self.unreadable = unreadable
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self.inner.read_timeout
+
+    async def initialize(self) -> None:
+        await self.inner.initialize()
+
+    async def shutdown(self) -> None:
+        await self.inner.shutdown()
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: Any = BaseRequest.DEFAULT_NONE,
+        write_timeout: Any = BaseRequest.DEFAULT_NONE,
+        connect_timeout: Any = BaseRequest.DEFAULT_NONE,
+        pool_timeout: Any = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        code, payload = await self.inner.do_request(
+            url, method, request_data, read_timeout, write_timeout, connect_timeout, pool_timeout
+        )
+        if code != 200 or not url.endswith("/getUpdates"):
+            return code, payload
+        try:
+            body = json.loads(payload)
+            updates = body["result"]
+        except (ValueError, TypeError, KeyError):
+            return code, payload  # PTB reports a broken response itself
+        if not isinstance(updates, list):
+            return code, payload
+        changed = False
+        for i, data in enumerate(updates):
+            if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+                continue
+            try:
+                Update.de_json(copy.deepcopy(data), None)
+            except Exception as exc:
+                keep_unreadable(self.unreadable, data, exc)
+                updates[i] = {"update_id": data["update_id"]}
+                changed = True
+        return code, json.dumps(body).encode() if changed else payload
+
+
 def _sender(message: Message) -> Sender | None:
     user = message.from_user
     if user is None:
         return None
     return Sender(
         telegram_id=user.id,
-        name=user.full_name or user.username or str(user.id),
-        username=user.username,
+        name=_name(user),
+        username=_username(user),
         is_bot=user.is_bot,
     )
+
+
+def _entities(text: str | None, entities: tuple[MessageEntity, ...]) -> dict[MessageEntity, str]:
+    """Each entity with the text it covers (offsets in UTF-16 code units), read from the
+    :func:`safe_text` of ``text``: PTB's own parser fails on an unpaired surrogate."""
+    if not text:
+        return {}
+    encoded = safe_text(text).encode("utf-16-le")
+    return {
+        e: encoded[2 * e.offset : 2 * (e.offset + e.length)].decode("utf-16-le", "replace")
+        for e in entities
+    }
+
+
+def _title(chat: Chat) -> str | None:
+    return safe_text(chat.title) if chat.title else None
+
+
+def _name(user: User) -> str:
+    """How Alfred calls a person: a Telegram name may be empty (a buggy client, a
+    deleted account) or hold an unpaired surrogate."""
+    return safe_text(user.full_name or user.username or str(user.id))
+
+
+def _username(user: User) -> str | None:
+    return safe_text(user.username) if user.username else None
 
 
 def addressed_to_bot(message: Message, bot_id: int, bot_username: str) -> bool:
@@ -107,7 +211,9 @@ def addressed_to_bot(message: Message, bot_id: int, bot_username: str) -> bool:
     replied = message.reply_to_message
     if replied and replied.from_user and replied.from_user.id == bot_id:
         return True
-    entities = message.parse_entities() | message.parse_caption_entities()
+    entities = _entities(message.text, message.entities) | _entities(
+        message.caption, message.caption_entities
+    )
     for entity, text in entities.items():
         if entity.type == MessageEntity.MENTION and text.lstrip("@").lower() == bot_username:
             return True
@@ -124,7 +230,7 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
     sender = _sender(message)
     if sender is None or sender.is_bot:
         return None
-    text = message.text or message.caption or ""
+    text = safe_text(message.text or message.caption or "")
     kind = "text" if message.text else ("caption" if message.caption else "other")
     if message.forward_origin is not None:
         kind = "forwarded"
@@ -137,11 +243,26 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
         sender=sender,
         message_id=message.message_id,
         text=text,
-        chat_title=chat.title,
+        chat_title=_title(chat),
         addressed=addressed_to_bot(message, bot_id, bot_username),
         update_id=update.update_id,
         kind=kind,
         topic_id=message.message_thread_id if message.is_topic_message else None,
+    )
+
+
+def anonymous_and_addressed(update: Update, bot_id: int, bot_username: str) -> bool:
+    """A group message with no person behind it (an anonymous admin, a channel posting
+    in the group, or no ``from`` at all) that talks to Alfred: it deserves an answer
+    saying why it cannot be handled. Automatic forwards from a linked channel do not."""
+    message, chat = update.effective_message, update.effective_chat
+    if message is None or chat is None or chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
+        return False
+    if message.is_automatic_forward:
+        return False
+    nobody = message.from_user is None or message.sender_chat is not None
+    return nobody and (
+        addressed_to_bot(message, bot_id, bot_username) or (message.text or "").startswith("/")
     )
 
 
@@ -183,6 +304,15 @@ class AlfredHandlers:
                 chat_id, reply_to = exc.new_chat_id, None
                 await context.bot.send_message(chat_id=chat_id, text=part)
 
+    async def _refuse_anonymous(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        bot = context.bot
+        message = update.effective_message
+        if message is None or update.edited_message is not None:
+            return
+        if anonymous_and_addressed(update, bot.id, (bot.username or "alfred").lower()):
+            topic = message.message_thread_id if message.is_topic_message else None
+            await self._send(context, message.chat_id, ANONYMOUS_REPLY, message.message_id, topic)
+
     async def migrated(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A group upgraded to a supergroup: the circle follows the new chat id. Telegram
         sends this twice (in the old group, naming the new id, and in the supergroup,
@@ -197,7 +327,7 @@ class AlfredHandlers:
         else:
             return
         try:
-            await self.assistant.chat_migrated(old, new, chat.title)
+            await self.assistant.chat_migrated(old, new, _title(chat))
         except Exception:
             log.exception("moving circle %s to %s failed; spooled for retry", old, new)
             if self.spool is not None:
@@ -214,6 +344,7 @@ class AlfredHandlers:
         bot = context.bot
         inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
         if inc is None:
+            await self._refuse_anonymous(update, context)
             return
         if not inc.text.strip():
             if not inc.is_group or inc.addressed:
@@ -254,11 +385,15 @@ class AlfredHandlers:
             return
         bot = context.bot
         name, _, target = message.text.split()[0].lstrip("/").partition("@")
-        if target and target.lower() != (bot.username or "alfred").lower():
-            return  # "/foo@otherbot" in a group is for another bot
+        # "/foo@otherbot" in a group is for another bot; in a DM only Alfred reads it, and
+        # answers it (as an unknown command at worst)
+        other = target and target.lower() != (bot.username or "alfred").lower()
+        if other and chat.type != Chat.PRIVATE:
+            return
         name = name.lower()
         inc = to_incoming(update, bot.id, (bot.username or "alfred").lower())
         if inc is None:
+            await self._refuse_anonymous(update, context)
             return
         _, viewer = await self.assistant.register(inc)
         if name == "start":
@@ -272,7 +407,7 @@ class AlfredHandlers:
         elif name == "calendar":
             from integrations.calendar import calendar_command
 
-            parts = message.text.split(maxsplit=1)
+            parts = safe_text(message.text).split(maxsplit=1)
             text = await calendar_command(
                 self.assistant.s, viewer, parts[1] if len(parts) > 1 else ""
             )
@@ -289,7 +424,7 @@ class AlfredHandlers:
         if chat is None or chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
             return
         now = s.clock.now()
-        circle = await s.directory.upsert_circle(chat.id, chat.title, now)
+        circle = await s.directory.upsert_circle(chat.id, _title(chat), now)
         message = update.effective_message
         joined = list(message.new_chat_members) if message and message.new_chat_members else []
         left = [message.left_chat_member] if message and message.left_chat_member else []
@@ -307,7 +442,7 @@ class AlfredHandlers:
         for user in joined:
             if user.id == context.bot.id:
                 continue
-            registered = await s.directory.upsert_user(user.id, user.full_name, user.username, now)
+            registered = await s.directory.upsert_user(user.id, _name(user), _username(user), now)
             await s.directory.add_member(circle.id, registered.id)
         for user in left:
             if user.id == context.bot.id:
@@ -322,14 +457,14 @@ class AlfredHandlers:
             return
         s = self.assistant.s
         now = s.clock.now()
-        circle = await s.directory.upsert_circle(change.chat.id, change.chat.title, now)
+        circle = await s.directory.upsert_circle(change.chat.id, _title(change.chat), now)
         status = change.new_chat_member.status
         if status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
             await s.directory.archive_circle(circle.id, now)
             return
         if change.from_user and not change.from_user.is_bot:
             user = change.from_user
-            registered = await s.directory.upsert_user(user.id, user.full_name, user.username, now)
+            registered = await s.directory.upsert_user(user.id, _name(user), _username(user), now)
             await s.directory.add_member(circle.id, registered.id)
         if change.old_chat_member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
             await context.bot.send_message(
@@ -353,6 +488,7 @@ def build_application(
     request: BaseRequest | None = None,
     rate_limiter: BaseRateLimiter[Any] | None = None,
     spool: Spool | None = None,
+    unreadable: Path | None = None,
     post_init: Callable[[Application[Any, Any, Any, Any, Any, Any]], Coroutine[Any, Any, None]]
     | None = None,
 ) -> Application[Any, Any, Any, Any, Any, Any]:
@@ -362,6 +498,9 @@ def build_application(
         builder = builder.base_url(base_url)
     if request is not None:
         builder = builder.request(request).get_updates_request(request)
+    else:  # PTB's own default for polling (one connection), screened by ReadableUpdates
+        polling = HTTPXRequest(connection_pool_size=1)
+        builder = builder.get_updates_request(ReadableUpdates(polling, unreadable))
     # max_retries: PTB's default (0) raises RetryAfter instead of waiting and retrying.
     limiter = rate_limiter if rate_limiter is not None else AIORateLimiter(max_retries=RATE_RETRIES)
     builder = builder.rate_limiter(limiter)

@@ -7,15 +7,19 @@ reaches the bot. The check is a constant-time comparison.
 
 from __future__ import annotations
 
+import copy
 import hmac
 import json
 import logging
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from telegram import Update
 from telegram.ext import Application
+
+from bot.telegram_app import keep_unreadable
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +34,15 @@ def webhook_path(webhook_url: str) -> str:
 
 
 def make_web_app(
-    application: Application[Any, Any, Any, Any, Any, Any], path: str, secret: str
+    application: Application[Any, Any, Any, Any, Any, Any],
+    path: str,
+    secret: str,
+    unreadable: Path | None = None,
 ) -> web.Application:
+    """The server. A body that is no update is refused (400); an update PTB cannot read
+    is accepted and kept in ``unreadable``: refused, Telegram would deliver it again and
+    again, holding back every update after it."""
+
     async def receive(request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "")
         if not hmac.compare_digest(given.encode(), secret.encode()):
@@ -41,9 +52,15 @@ def make_web_app(
             data = json.loads(await request.read())
             if not isinstance(data, dict):
                 raise TypeError("an update is a JSON object")
-            update = Update.de_json(data, application.bot)
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except (ValueError, TypeError):
             return web.json_response({"ok": False, "error": "malformed update"}, status=400)
+        try:
+            update = Update.de_json(copy.deepcopy(data), application.bot)
+        except Exception as exc:
+            if not isinstance(data.get("update_id"), int):
+                return web.json_response({"ok": False, "error": "malformed update"}, status=400)
+            keep_unreadable(unreadable, data, exc)
+            return web.json_response({"ok": True})
         if update is None:
             return web.json_response({"ok": False, "error": "malformed update"}, status=400)
         await application.update_queue.put(update)

@@ -8,12 +8,14 @@ the environment.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.errors import ConfigurationError
 from memory.flags import MemoryFlags
 
 
@@ -23,6 +25,15 @@ class Mode(StrEnum):
     EMBEDDED = "embedded"
     CONFIGURED = "configured"
     OFF = "off"
+
+
+#: The accepted values of the settings that are a choice.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "embeddings_provider": ("auto", "openai", "local"),
+    "mem0_mode": ("auto", "off", "cloud", "oss"),
+    "run_worker": ("inprocess", "external"),
+    "log_level": ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+}
 
 
 class Settings(BaseSettings):
@@ -55,7 +66,7 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "0.0.0.0"
-    webhook_port: int = 8080
+    webhook_port: int = Field(default=8080, ge=1, le=65535)
     # Prometheus /metrics, /healthz and /readyz for operators (0 turns the server off).
     metrics_listen: str = "0.0.0.0"
     metrics_port: int = Field(default=9100, ge=0, le=65535)
@@ -101,10 +112,32 @@ class Settings(BaseSettings):
     google_calendar_api_url: str | None = None
     google_oauth_base_url: str | None = None
 
-    @field_validator("embeddings_provider", "mem0_mode")
+    @field_validator("embeddings_provider", "mem0_mode", "run_worker")
     @classmethod
     def _lower(cls, value: str) -> str:
         return value.strip().lower()
+
+    @field_validator("embeddings_provider", "mem0_mode", "run_worker", "log_level")
+    @classmethod
+    def _one_of(cls, value: str, info: ValidationInfo) -> str:
+        """A mistyped choice fails at start, not as a silent default (or a traceback
+        from the logging module) later."""
+        choices = _CHOICES[str(info.field_name)]
+        if value.upper() not in (c.upper() for c in choices):
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    @field_validator("memory_allowed_circles")
+    @classmethod
+    def _chat_ids(cls, value: str) -> str:
+        """Circles are Telegram group chat ids; a name or a typo would silently switch
+        memory off everywhere, so it is refused."""
+        for item in (c.strip() for c in value.split(",")):
+            if item and not re.fullmatch(r"-?\d{1,20}", item):
+                raise ValueError(
+                    f"{item[:30]!r} is not a chat id (a comma-separated list like -100123,-100456)"
+                )
+        return value
 
     @property
     def database_mode(self) -> Mode:
@@ -162,5 +195,14 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Read settings from the environment and ``.env``; ``overrides`` win (for tests)."""
-    return Settings(**overrides)  # type: ignore[arg-type]
+    """Read settings from the environment and ``.env``; ``overrides`` win (for tests).
+
+    Raises :class:`ConfigurationError` for a ``.env`` that is not UTF-8 text (pydantic's
+    ``ValidationError`` covers values that are wrong)."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f".env is not UTF-8 text (byte {exc.start + 1})",
+            hint="save it as UTF-8, or remove it",
+        ) from None

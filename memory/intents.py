@@ -163,14 +163,16 @@ _SPACES = re.compile(r"[^\S\n]+")
 def clean_text(text: str, *, limit: int | None = MAX_INTENT_CHARS) -> str:
     """``text`` normalised for matching: NFKC, ASCII quotes, single spaces, no blank lines.
 
-    Newlines are kept because they end sentences in chat messages.
+    Newlines are kept because they end sentences in chat messages. ``limit`` caps the
+    result too: NFKC can make a text up to 18 times longer ("\ufdfa").
     """
     if limit is not None:
         text = text[:limit]
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     text = _INVISIBLE.sub("", text)
     lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
-    return "\n".join(line for line in lines if line)
+    cleaned = "\n".join(line for line in lines if line)
+    return cleaned if limit is None else cleaned[:limit].rstrip()
 
 
 _BOT_HANDLE = r"@(?:alfred\w*|\w*bot)\b"

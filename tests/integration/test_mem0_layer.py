@@ -519,7 +519,9 @@ async def test_build_semantic_index_follows_the_settings(tmp_path: Path, fake: F
     with pytest.raises(ConfigurationError):
         await build_semantic_index(make_settings(tmp_path, mem0_mode="oss"))
     with pytest.raises(ConfigurationError):
-        await build_semantic_index(make_settings(tmp_path, mem0_mode="sometimes"))
+        # Settings refuse it; a copy made in code is still caught here
+        unknown = make_settings(tmp_path).model_copy(update={"mem0_mode": "sometimes"})
+        await build_semantic_index(unknown)
     cloud = await build_semantic_index(
         make_settings(tmp_path, mem0_api_key=API_KEY, mem0_host=fake.base_url)
     )
