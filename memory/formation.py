@@ -172,7 +172,7 @@ class FormationService:
         )
         extract_ctx = ExtractFactsContext.model_validate(conversation.model_dump())
         extracted = await self._extract(extract_ctx, report)
-        placed = self._place(thread, extracted, user_messages, report)
+        placed = self._place(thread, extracted, messages, report)
         new_texts = await self._decide_and_apply(thread, placed, report)
         await self._reflect(thread, conversation, new_texts, user_messages, report)
 
@@ -220,15 +220,28 @@ class FormationService:
         self,
         thread: Thread,
         extracted: Sequence[ExtractedFact],
-        user_messages: Sequence[Message],
+        messages: Sequence[Message],
         report: FormationReport,
     ) -> list[tuple[ExtractedFact, Partition, str | None]]:
         """Give each fact its partition from the thread and its speaker (never the model)."""
+        user_messages = [m for m in messages if m.role is Role.USER]
         speakers = {m.user_id for m in user_messages if m.user_id}
         by_message = {m.id: m.user_id for m in user_messages}
+        alfreds = {m.id for m in messages if m.role is not Role.USER}
         placed: list[tuple[ExtractedFact, Partition, str | None]] = []
         for fact in extracted:
             if not fact.content.strip():
+                continue
+            cited = set(fact.source_message_ids)
+            if cited & alfreds and not cited & by_message.keys():
+                # Only Alfred's own words, no one confirming them: most often a memory it
+                # recalled (a circle's, say, quoted in a DM). Storing it again would copy
+                # it into this thread's partition, where it would outlive a member's
+                # leaving the circle or the original being forgotten.
+                log.info(
+                    "formation batch=%s: a fact sourced only from Alfred's words was skipped",
+                    report.batch_id,
+                )
                 continue
             # The journal knows who said each line: when the fact's source messages name
             # one speaker, that is whose it is, whatever the model claims (a wrong claim

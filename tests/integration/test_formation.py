@@ -107,6 +107,45 @@ async def test_group_facts_get_partitions_from_thread_and_speaker(
     assert await w.journal.unformed(group.id) == []
 
 
+async def test_alfreds_own_words_are_not_stored_again_unless_confirmed(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """Alfred quoting a circle memory in a DM must not copy it into the DM partition
+    (the copy would outlive the member's leaving the circle, or the original's being
+    forgotten); a user who confirms what Alfred said makes it theirs as usual."""
+    llm = ScriptedLLM(
+        extract_facts={
+            "facts": [
+                fact("The family goes to Lisbon in May", "1"),  # Alfred's words only
+                fact("Alice's gate code is 4412", "1"),  # Alfred asked, Alice confirmed
+                fact("Alice likes figs", "1"),  # Alice's own line
+            ]
+        }
+    )
+    w = World(migrated_db, llm)
+    _, dm = await w.setup()
+    await w.journal_lines(
+        dm,
+        [
+            ("1", "what are our plans?"),
+            (None, "I remember the family goes to Lisbon in May."),
+            (None, "Is your gate code still 4412?"),
+            ("1", "yes, it is"),
+            ("1", "I like figs"),
+            ("1", "thanks"),
+        ],
+    )
+    ids = [m.id for m in await w.journal.unformed(dm.id)]
+    facts = llm.scripts["extract_facts"]["facts"]  # type: ignore[index]
+    facts[0]["source_message_ids"] = [ids[1]]
+    facts[1]["source_message_ids"] = [ids[2], ids[3]]
+    facts[2]["source_message_ids"] = [ids[4]]
+    report = await w.formation.form_thread(dm.id)
+    stored = sorted(f.content for f in await w.facts.all_for_audit())
+    assert stored == ["Alice likes figs", "Alice's gate code is 4412"]
+    assert report.facts_added == 2
+
+
 async def test_dm_never_produces_circle_memory(migrated_db: AsyncDatabase[dict[str, Any]]) -> None:
     llm = ScriptedLLM(
         extract_facts={"facts": [fact("We are planning a surprise for Bob", "1", about="circle")]},
