@@ -40,6 +40,8 @@ ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
 
+#: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
+_FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
 _YES = re.compile(
     r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
 )
@@ -125,7 +127,11 @@ class MemoryOperations:
             if f.content.strip()
         ]
         if not out and statement.strip():
-            out = [(f"{speaker.name}: {statement.strip()}", Category.FACT, 6, False)]
+            # Nothing the model (or the offline rules) could read: keep the words as said,
+            # attributed; a "we …" statement is the circle's in a group, as the model's
+            # would be (in a DM, partition_for keeps it the speaker's whatever it says).
+            ours = _FIRST_PERSON_PLURAL.match(statement) is not None
+            out = [(f"{speaker.name}: {statement.strip()}", Category.FACT, 6, ours)]
         return out
 
     async def remember(
