@@ -23,7 +23,7 @@ from bot.incoming import Incoming, Outgoing, split_for_telegram
 from bot.turn_lookups import TurnLookups
 from integrations.container import Services
 from integrations.metrics import record_retrieval
-from integrations.mongo.directory import SessionTick
+from integrations.mongo.directory import FORGET_CHOICE, SessionTick
 from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
@@ -50,7 +50,13 @@ from memory.models import (
     ThreadKind,
     Viewer,
 )
-from memory.operations import MemoryOperations
+from memory.operations import (
+    FORGET_CHOICES_MAX,
+    FORGET_WHICH_REDACTED,
+    MemoryOperations,
+    OperationResult,
+    choice_answer,
+)
 from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import SEARCH_MEMORY, CitedMemory, ReplyContext, build_messages
@@ -221,6 +227,13 @@ class Assistant:
             await self._after(thread)
             return Turn([], addressed=False)
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
+        if not addressed and viewer.user_id in tick.choice_pending_for:
+            # Asked "which should I forget?" in the group: a bare "2" answers it; anything
+            # else they say lets the question lapse.
+            if choice_answer(inc.text, FORGET_CHOICES_MAX) is not None:
+                addressed = True
+            else:
+                await self.s.directory.pop_pending_erase(thread.id, viewer.user_id)
         if not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
@@ -266,7 +279,7 @@ class Assistant:
         """Alfred's own words are journaled too (weighted 0.2 in formation), in the partition
         of the thread and the person it answered."""
         message = Message(
-            id=f"{out.chat_id}:a:{new_id()}",
+            id=str(out.meta.get("journal_id") or f"{out.chat_id}:a:{new_id()}"),
             thread_id=thread.id,
             partition=thread.partition_for(viewer.user_id),
             role=Role.AGENT,
@@ -312,7 +325,12 @@ class Assistant:
             if erase_pending
             else None
         )
-        if pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
+        if pending_erase is not None and pending_erase.get("target") == FORGET_CHOICE:
+            chosen = await self._forget_chosen(viewer, pending_erase, inc.text)
+            if chosen is not None:
+                return say(chosen)
+            # not an answer: the question lapses and the message is handled as any other
+        elif pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
             return say(await self._erase(viewer, str(pending_erase.get("target", "me"))))
 
         flags = self.flags
@@ -333,7 +351,10 @@ class Assistant:
             target = intent.target or await self._previous_text(thread, viewer)
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
-            return say((await self.ops.forget(viewer, target)).text)
+            result = await self.ops.forget(viewer, target)
+            if result.choices:
+                return await self._ask_which(inc, thread, viewer, result)
+            return say(result.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
         storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
         if storing and not (memory_on and flags.extraction):
@@ -366,6 +387,45 @@ class Assistant:
             if reference is not None and not inc.text.rstrip().endswith("?"):
                 return say(f'Just to be sure — when you say "{reference}", whose do you mean?')
         return await self._chat(inc, thread, viewer, speaker, session_id)
+
+    async def _ask_which(
+        self, inc: Incoming, thread: Thread, viewer: Viewer, result: OperationResult
+    ) -> Turn:
+        """Ask which of several memories to forget. The choice waits with the erase
+        confirmations (the thread's pending entry for this person, so it survives a
+        restart): fact ids and the ids the question is journaled under, never the text."""
+        parts = split_for_telegram(result.text)
+        question = new_id()
+        ids = [f"{inc.chat_id}:a:{question}:{n}" for n in range(len(parts))]
+        await self.s.directory.set_pending_erase(
+            thread.id,
+            viewer.user_id,
+            FORGET_CHOICE,
+            self.s.clock.now(),
+            {"choices": result.choices, "question_ids": ids},
+        )
+        return Turn(
+            [
+                Outgoing(inc.chat_id, part, inc.message_id, {"journal_id": journal_id})
+                for part, journal_id in zip(parts, ids, strict=True)
+            ]
+        )
+
+    async def _forget_chosen(
+        self, viewer: Viewer, pending: dict[str, object], text: str
+    ) -> str | None:
+        """Answer a "which should I forget?" question, or ``None`` if ``text`` is not an
+        answer. Once answered, the question (which quoted the memories) is redacted in the
+        journal, as the request was: after a forget its words are nowhere."""
+        raw = pending.get("choices")
+        choices = [[str(i) for i in group] for group in raw] if isinstance(raw, list) else []
+        result = await self.ops.forget_chosen(viewer, choices, text)
+        if result is None:
+            return None
+        ids = pending.get("question_ids")
+        if isinstance(ids, list):
+            await self.s.journal.redact([str(i) for i in ids], FORGET_WHICH_REDACTED)
+        return result.text
 
     async def _previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
         recent = await self.s.journal.recent(thread.id, limit=10)

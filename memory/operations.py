@@ -39,11 +39,31 @@ CONFIRM_REMEMBER = "Got it, I'll remember that."
 ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
+FORGET_WHICH = "I remember a few things like that — which should I forget?"
+FORGET_WHICH_END = 'Reply with the number, or "all" (or "none" to keep them).'
+#: What the journal keeps of a "which should I forget?" question once it is answered.
+FORGET_WHICH_REDACTED = "[a question about which memory to forget]"
+KEPT_ALL = "All right — I haven't forgotten anything."
+#: At most this many distinct memories are offered to choose from.
+FORGET_CHOICES_MAX = 9
 
 #: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
 _YES = re.compile(
     r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
+)
+_NONE_OF_THEM = re.compile(
+    r"^(?:none|neither|nothing|cancel|no|nope|keep (?:them|both|all|everything))"
+    r"(?: of (?:them|those|these))?(?:,? thanks?(?: you)?)?$",
+    re.I,
+)
+_ALL_OF_THEM = re.compile(
+    r"^(?:all|both|all of them|both of them|all of those|both of those|everything)"
+    r"(?:,? please)?$",
+    re.I,
+)
+_NUMBERS = re.compile(
+    r"^(?:(?:number|no\.?|#)\s*)?\d{1,2}(?:\s*(?:,|and|&|\+|\s)\s*#?\d{1,2})*$", re.I
 )
 _NO = re.compile(
     r"^\s*(no|nope|nah|not really|it hasn'?t|still|wrong|that'?s wrong|no,? it'?s the same)\b",
@@ -58,6 +78,9 @@ class OperationResult:
     text: str
     facts: list[Fact] = field(default_factory=list)
     removed: dict[str, int] = field(default_factory=dict)
+    #: A "which should I forget?" question: the fact ids of each numbered memory (the
+    #: memory first, then versions of it kept as history). Nothing was deleted.
+    choices: list[list[str]] = field(default_factory=list)
 
 
 def _content_terms(text: str) -> set[str]:
@@ -260,7 +283,63 @@ class MemoryOperations:
             return OperationResult(text=NOTHING_TO_FORGET)
         # everything about as close as the best match (versions of the same memory)
         doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
+        groups = self._distinct(doomed)
+        if len(groups) >= 2:
+            # Two different memories are as close: deleting both (or the wrong one) would
+            # lose data, so ask which. Nothing is deleted until the person answers.
+            groups = groups[:FORGET_CHOICES_MAX]
+            lines = "\n".join(f"{n}) {g[0].content}" for n, g in enumerate(groups, start=1))
+            return OperationResult(
+                text=f"{FORGET_WHICH}\n{lines}\n{FORGET_WHICH_END}",
+                choices=[[f.id for f in g] for g in groups],
+            )
         removed = await self.erase_facts(viewer.user_id, doomed, [target])
+        return OperationResult(text=FORGOTTEN, removed=removed)
+
+    @staticmethod
+    def _distinct(facts: Sequence[Fact]) -> list[list[Fact]]:
+        """The distinct current memories among ``facts`` (best first), each followed by
+        the facts that are versions of it: the same words in another partition, and
+        invalidated facts (history), each given to the memory it is closest to."""
+        groups: list[list[Fact]] = []
+        for fact in (f for f in facts if f.current):
+            same = next((g for g in groups if same_content(g[0].content, fact.content)), None)
+            if same is None:
+                groups.append([fact])
+            else:
+                same.append(fact)
+        if len(groups) < 2:
+            return groups
+        for old in (f for f in facts if not f.current):
+            closest = max(groups, key=lambda g: _closeness(old, g[0]))
+            closest.append(old)
+        return groups
+
+    async def forget_chosen(
+        self, viewer: Viewer, choices: Sequence[Sequence[str]], answer: str
+    ) -> OperationResult | None:
+        """Resolve a "which should I forget?" question from the person's answer: numbers,
+        "all"/"both", or "none"/"cancel". ``None`` when the message is not an answer (the
+        question then lapses). The chosen memories go through the forget cascade; each is
+        read again through the viewer, so only what they may still forget goes."""
+        picked = choice_answer(answer, len(choices))
+        if picked is None:
+            return None
+        if not picked:
+            return OperationResult(text=KEPT_ALL)
+        doomed: list[Fact] = []
+        for index in picked:
+            for fact_id in choices[index]:
+                fact = await self.facts.get(fact_id)
+                if (
+                    fact is not None
+                    and is_visible(fact.partition, viewer)
+                    and fact.partition.owner_user_id in (None, viewer.user_id)
+                ):
+                    doomed.append(fact)
+        if not doomed:
+            return OperationResult(text=NOTHING_TO_FORGET)
+        removed = await self.erase_facts(viewer.user_id, doomed, [])
         return OperationResult(text=FORGOTTEN, removed=removed)
 
     async def erase_facts(
@@ -397,8 +476,38 @@ def split_correction(statement: str | None, negated: str | None) -> tuple[str | 
     return " ".join(positive), negated
 
 
+def choice_answer(text: str, count: int) -> list[int] | None:
+    """The (0-based) items an answer to a numbered question picks: ``[]`` for "none",
+    every item for "all"/"both", the numbers given; ``None`` if it is not an answer
+    (or names a number that was not offered)."""
+    body = re.sub(r"[\s.!]+$", "", strip_addressing(text).strip()).strip()
+    if _NONE_OF_THEM.match(body):
+        return []
+    if _ALL_OF_THEM.match(body):
+        return list(range(count))
+    if not _NUMBERS.match(body):
+        return None
+    numbers = [int(n) for n in re.findall(r"\d+", body)]
+    if not numbers or any(not 1 <= n <= count for n in numbers):
+        return None
+    return sorted({n - 1 for n in numbers})
+
+
+def _closeness(a: Fact, b: Fact) -> float:
+    score = overlap(a.content, b.content)
+    if a.embedding is not None and b.embedding is not None and len(a.embedding) == len(b.embedding):
+        score = max(score, float(np.dot(np.asarray(a.embedding), np.asarray(b.embedding))))
+    return score
+
+
 def same_content(a: str, b: str) -> bool:
     return normalise_content(a) == normalise_content(b)
 
 
-__all__ = ["MemoryOperations", "OperationResult", "clip_words", "same_content"]
+__all__ = [
+    "MemoryOperations",
+    "OperationResult",
+    "choice_answer",
+    "clip_words",
+    "same_content",
+]

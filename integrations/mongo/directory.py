@@ -53,6 +53,10 @@ def user_from_doc(doc: Document) -> User:
     )
 
 
+#: The pending confirmation of a "which should I forget?" question (fact ids, no text).
+FORGET_CHOICE = "forget_choice"
+
+
 class SessionTick:
     """What touching a thread tells the caller about its session and formation counters."""
 
@@ -62,6 +66,7 @@ class SessionTick:
         new_session: bool,
         previous_session_id: str | None,
         erase_pending_for: frozenset[str] = frozenset(),
+        choice_pending_for: frozenset[str] = frozenset(),
     ):
         self.session_id = session_id
         self.new_session = new_session
@@ -69,6 +74,8 @@ class SessionTick:
         #: Users who were asked to confirm "forget everything" here: only their next
         #: message needs the confirmation check (a write), everyone else's is spared it.
         self.erase_pending_for = erase_pending_for
+        #: Of those, the users asked "which should I forget?" instead.
+        self.choice_pending_for = choice_pending_for
 
 
 class MongoDirectory:
@@ -211,7 +218,13 @@ class MongoDirectory:
             {"_id": thread_id}, {"session_id": 1, "last_at": 1, "pending_erase": 1}
         )
         previous = doc.get("session_id") if doc else None
-        erase_pending = frozenset((doc or {}).get("pending_erase") or {})
+        pending = (doc or {}).get("pending_erase") or {}
+        erase_pending = frozenset(pending)
+        choice_pending = frozenset(
+            uid
+            for uid, item in pending.items()
+            if isinstance(item, dict) and item.get("target") == FORGET_CHOICE
+        )
         last_at = doc.get("last_at") if doc else None
         cold = timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
         new_session = previous is None or last_at is None or at - last_at >= cold
@@ -222,7 +235,11 @@ class MongoDirectory:
         }
         await self._threads.update_one({"_id": thread_id}, update)
         return SessionTick(
-            session_id, new_session, str(previous) if previous else None, erase_pending
+            session_id,
+            new_session,
+            str(previous) if previous else None,
+            erase_pending,
+            choice_pending,
         )
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
@@ -253,11 +270,19 @@ class MongoDirectory:
     # --- confirmations ------------------------------------------------------------------
 
     async def set_pending_erase(
-        self, thread_id: str, user_id: str, target: str, at: datetime
+        self,
+        thread_id: str,
+        user_id: str,
+        target: str,
+        at: datetime,
+        details: dict[str, Any] | None = None,
     ) -> None:
-        """Remember that ``user_id`` asked for a full erase here and must confirm it."""
+        """Remember that ``user_id`` asked for a full erase here and must confirm it, or
+        (``target`` :data:`FORGET_CHOICE`, with the choices in ``details``) was asked
+        which memory to forget. Either is answered, or lapses, with their next message."""
+        pending = {**(details or {}), "target": target, "at": at}
         await self._threads.update_one(
-            {"_id": thread_id}, {"$set": {f"pending_erase.{user_id}": {"target": target, "at": at}}}
+            {"_id": thread_id}, {"$set": {f"pending_erase.{user_id}": pending}}
         )
 
     async def pop_pending_erase(self, thread_id: str, user_id: str) -> dict[str, Any] | None:

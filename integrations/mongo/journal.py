@@ -95,6 +95,15 @@ class MongoJournal:
         result = await self._messages.delete_many({"_id": {"$in": list(ids)}})
         return result.deleted_count
 
+    async def redact(self, ids: Sequence[str], text: str) -> int:
+        """Replace the text of messages (a question that listed what is being forgotten)."""
+        if not ids:
+            return 0
+        result = await self._messages.update_many(
+            {"_id": {"$in": list(ids)}}, {"$set": {"text": text}}
+        )
+        return result.modified_count
+
     async def delete_user(self, user_id: str) -> int:
         """Every message a user wrote, and every reply Alfred gave them, in a DM or a group."""
         result = await self._messages.delete_many(_of_user(user_id))

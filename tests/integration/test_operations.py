@@ -8,18 +8,24 @@ document, for the forgotten words: "after it, the text is nowhere in the databas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bot.assistant import Assistant
+from bot.incoming import Incoming, Sender
+from integrations.container import Services, build_services
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
+from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.notes import MongoNotes
 from integrations.offline_llm import OfflineLLM
+from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.constants import (
     CLARIFICATIONS,
@@ -47,10 +53,14 @@ from memory.models import (
 from memory.operations import (
     ALREADY_KNEW,
     CONFIRM_REMEMBER,
+    FORGET_WHICH,
+    FORGET_WHICH_REDACTED,
     FORGOTTEN,
+    KEPT_ALL,
     NOTHING_TO_FORGET,
     MemoryOperations,
     OperationResult,
+    choice_answer,
 )
 from memory.prompts.common import Person
 from tests.helpers.fakes import HashEmbedder
@@ -449,6 +459,208 @@ async def test_forget_in_the_group_and_what_another_member_cannot_forget(world: 
     assert await w.current(alices) == []
     assert await w.current(Partition.member(CIRCLE, BOB.id)) == ["Bob loves running marathons"]
     assert len(await traces(w.db, "marathon")) >= 2  # Bob's fact and his message
+
+
+# --- forget: which one? -------------------------------------------------------------------
+
+SPARE = "remember that my spare key is under the blue flowerpot"
+BIKE = "remember that my bike key is in the kitchen drawer"
+
+
+def numbered(question: str, word: str) -> str:
+    """The number a "which should I forget?" question gives the memory containing ``word``."""
+    (line,) = [x for x in question.splitlines() if word in x]
+    return line.split(")", 1)[0]
+
+
+async def test_two_distinct_memories_are_asked_about_and_nothing_is_deleted(world: World) -> None:
+    w = world
+    await w.remember(w.alice_dm, ALICE, SPARE)
+    await w.remember(w.alice_dm, ALICE, BIKE)
+    before = sorted(f.id for f in await w.facts.all_for_audit())
+    viewer = await w.viewer(ALICE, w.alice_dm)
+
+    asked = await w.forget(w.alice_dm, ALICE, "forget my key")
+
+    assert asked.removed == {} and len(asked.choices) == 2
+    lines = asked.text.splitlines()
+    assert lines[0] == FORGET_WHICH
+    assert [x[:3] for x in lines[1:3]] == ["1) ", "2) "], lines
+    assert {"drawer" in lines[1], "drawer" in lines[2]} == {True, False}
+    assert {"flowerpot" in lines[1], "flowerpot" in lines[2]} == {True, False}
+    assert lines[3].startswith("Reply with the number")
+    assert sorted(f.id for f in await w.facts.all_for_audit()) == before, "nothing deleted yet"
+
+    # "cancel" keeps both; something that is not an answer is not one
+    kept = await w.ops.forget_chosen(viewer, asked.choices, "cancel")
+    assert kept is not None and kept.text == KEPT_ALL and kept.removed == {}
+    assert await w.ops.forget_chosen(viewer, asked.choices, "what's for dinner?") is None
+    assert await w.ops.forget_chosen(viewer, asked.choices, "3") is None, "not offered"
+    assert sorted(f.id for f in await w.facts.all_for_audit()) == before
+
+    # the number of the bike key: only it goes, and all its words with it
+    bike = numbered(asked.text, "drawer")
+    done = await w.ops.forget_chosen(viewer, asked.choices, f"{bike}.")
+    assert done is not None and done.text == FORGOTTEN and done.removed["facts"] == 1
+    assert await traces(w.db, "drawer", "bike") == []
+    (spare,) = await w.current(Partition.dm(ALICE.id))
+    assert "flowerpot" in spare
+    assert SPARE in {m.text for m in await w.journal.all_for_audit()}
+
+
+async def test_all_forgets_every_listed_memory_and_its_history(world: World) -> None:
+    w = world
+    dm = Partition.dm(ALICE.id)
+    older, _ = await w.writer.add("Alice's spare key is under the red doormat", dm)
+    await w.facts.invalidate(older.id, at=NOW, reason="contradicted")
+    await w.remember(w.alice_dm, ALICE, SPARE)
+    await w.remember(w.alice_dm, ALICE, BIKE)
+    await w.remember(w.alice_dm, ALICE, "remember that I love Thai food")
+    asked = await w.forget(w.alice_dm, ALICE, "forget my key")
+    assert len(asked.choices) == 2, "the old version is history, not a third memory"
+    assert "doormat" not in asked.text
+    assert [older.id in group for group in asked.choices].count(True) == 1
+
+    done = await w.ops.forget_chosen(await w.viewer(ALICE, w.alice_dm), asked.choices, "all")
+    assert done is not None and done.text == FORGOTTEN and done.removed["facts"] == 3
+    assert await traces(w.db, "spare key", "bike key", "flowerpot", "drawer", "doormat") == []
+    assert await w.current(dm) == ["Alice loves Thai food"]
+
+
+async def test_a_single_clear_match_is_still_forgotten_at_once(world: World) -> None:
+    w = world
+    await w.remember(w.alice_dm, ALICE, SPARE)
+    await w.remember(w.alice_dm, ALICE, "remember that I love Thai food")
+    result = await w.forget(w.alice_dm, ALICE, "forget my spare key")
+    assert result.text == FORGOTTEN and result.choices == [] and result.removed["facts"] == 1
+    assert await traces(w.db, "flowerpot") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "picked"),
+    [
+        ("2", [1]),
+        ("@alfred 1", [0]),
+        ("#3.", [2]),
+        ("1 and 3", [0, 2]),
+        ("1, 2", [0, 1]),
+        ("all", [0, 1, 2]),
+        ("Both!", [0, 1, 2]),
+        ("none", []),
+        ("cancel", []),
+        ("neither", []),
+        ("4", None),
+        ("0", None),
+        ("2 cats", None),
+        ("tell me about 2024", None),
+        ("all good, thanks", None),
+    ],
+)
+def test_choice_answers(text: str, picked: list[int] | None) -> None:
+    assert choice_answer(text, 3) == picked
+
+
+# --- the question through the assistant, across a restart -------------------------------------
+
+
+@pytest.fixture
+async def services(settings: Settings) -> AsyncIterator[Services]:
+    world = settings.model_copy(update={"mongodb_database": f"which_{uuid.uuid4().hex[:10]}"})
+    made = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
+    try:
+        await migrate(MigrationContext(made.mongo.db, False, 64, log=lambda _: None))
+        yield made
+    finally:
+        await made.mongo.client.drop_database(world.mongodb_database)
+        await made.aclose()
+
+
+class Chat:
+    def __init__(self, services: Services) -> None:
+        self.bot = Assistant(services)
+        self.n = 0
+
+    async def __call__(self, who: Person, text: str, *, group: bool = False) -> str:
+        self.n += 1
+        uid = int(who.id)
+        turn = await self.bot.handle(
+            Incoming(
+                chat_id=int(CIRCLE) if group else uid,
+                chat_type="group" if group else "private",
+                sender=Sender(telegram_id=uid, name=who.name),
+                message_id=self.n,
+                text=text,
+                chat_title="Fam" if group else None,
+                addressed=text.startswith("@alfred"),
+            )
+        )
+        return "\n".join(r.text for r in turn.replies)
+
+
+async def test_the_question_survives_a_restart_and_leaves_no_trace(services: Services) -> None:
+    chat = Chat(services)
+    await chat(ALICE, SPARE)
+    await chat(ALICE, BIKE)
+    question = await chat(ALICE, "forget my key")
+    assert question.startswith(FORGET_WHICH) and "drawer" in question
+    bike = numbered(question, "drawer")
+
+    restarted = Chat(services)  # a new process: the question waits in the database
+    restarted.n = chat.n
+    assert await restarted(ALICE, bike) == FORGOTTEN
+    db = services.mongo.db
+    assert await traces(db, "drawer", "bike") == []
+    texts = {m.text for m in await services.journal.all_for_audit()}
+    assert "[a request to forget something]" in texts
+    assert not any(FORGET_WHICH in t for t in texts), "the question quoted it: gone or redacted"
+    assert await traces(db, "flowerpot"), "the other memory is kept"
+    # answered: the same number again is just a message now
+    assert await restarted(ALICE, bike) != FORGOTTEN
+    assert await traces(db, "flowerpot")
+
+
+async def test_an_unrelated_message_lets_the_question_lapse(services: Services) -> None:
+    chat = Chat(services)
+    await chat(ALICE, SPARE)
+    await chat(ALICE, BIKE)
+    assert (await chat(ALICE, "forget my key")).startswith(FORGET_WHICH)
+    answer = await chat(ALICE, "what's a good name for a cat?")
+    assert answer and answer not in (FORGOTTEN, KEPT_ALL) and FORGET_WHICH not in answer
+    assert await chat(ALICE, "1") != FORGOTTEN, "the question lapsed"
+    assert await traces(services.mongo.db, "drawer") and await traces(
+        services.mongo.db, "flowerpot"
+    )
+    # asked again, "none": nothing goes, and the answered question is redacted
+    assert (await chat(ALICE, "forget my key")).startswith(FORGET_WHICH)
+    assert await chat(ALICE, "none") == KEPT_ALL
+    assert await traces(services.mongo.db, "drawer") and await traces(
+        services.mongo.db, "flowerpot"
+    )
+    texts = [m.text for m in await services.journal.all_for_audit()]
+    assert texts.count(FORGET_WHICH_REDACTED) == 1
+    assert sum(t.startswith(FORGET_WHICH) for t in texts) == 1, "the lapsed one stays"
+
+
+async def test_in_the_group_only_the_asker_answers(services: Services) -> None:
+    chat = Chat(services)
+    db = services.mongo.db
+    await chat(ALICE, "@alfred " + SPARE, group=True)
+    await chat(ALICE, "@alfred " + BIKE, group=True)
+    await chat(BOB, "@alfred remember that my car key is on the hook", group=True)
+    question = await chat(ALICE, "@alfred forget my key", group=True)
+    assert question.startswith(FORGET_WHICH)
+    assert "car" not in question, "Bob's memory is not hers to forget"
+    bike = numbered(question, "drawer")
+    # Bob answering her question deletes nothing, addressed or not
+    assert await chat(BOB, f"@alfred {bike}", group=True) != FORGOTTEN
+    assert await chat(BOB, "all", group=True) == ""
+    assert await traces(db, "drawer") and await traces(db, "flowerpot")
+    # her bare answer is enough in the group
+    assert await chat(ALICE, bike, group=True) == FORGOTTEN
+    assert await traces(db, "drawer") == []
+    assert await traces(db, "flowerpot") and await traces(db, "car key")
+    texts = [m.text for m in await services.journal.all_for_audit()]
+    assert not any(FORGET_WHICH in t for t in texts)
 
 
 # --- forget everything -----------------------------------------------------------------

@@ -172,3 +172,34 @@ async def test_forget_everything_needs_the_confirmation_and_only_the_next_messag
     assert any("jazz" in c for c in seen[0]), "a cancelled erase erases nothing"
     assert any("jazz" in c for c in seen[1]), "Bob's yes is not Alice's"
     assert seen[2] == [] and seen[3] == []
+
+
+async def test_forget_asks_which_when_two_memories_are_as_close(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Two different memories match "forget my key": Alfred asks which; "all" forgets
+    both, and afterwards neither their words nor the question are anywhere."""
+    from memory.operations import FORGET_WHICH, FORGOTTEN
+
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            say("alice", "dm:alice", "remember that my spare key is under the blue flowerpot"),
+            say("alice", "dm:alice", "remember that my bike key is in the kitchen drawer"),
+            say("alice", "dm:alice", "forget my key"),
+            {"dump": "all"},
+            say("alice", "dm:alice", "all"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    texts = [r["text"] for r in replies(out)]
+    assert texts[2].startswith(FORGET_WHICH) and "drawer" in texts[2]
+    assert "flowerpot" in texts[2]
+    asked, answered = [o["dump"] for o in out if "dump" in o]
+    assert len(asked["facts"]) == 2, "nothing is deleted before the answer"
+    assert texts[3] == FORGOTTEN
+    assert answered["facts"] == []
+    words = json.dumps(answered).lower()
+    assert "drawer" not in words and "flowerpot" not in words
