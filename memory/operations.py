@@ -254,12 +254,7 @@ class MemoryOperations:
         """Facts by closeness to ``text``, best first: the larger of shared content terms
         and cosine (terms catch exact wording, cosine paraphrase)."""
         query = (await self.embedder.embed([text]))[0]
-        scored = []
-        for fact in facts:
-            score = overlap(text, fact.content)
-            if fact.embedding is not None and len(fact.embedding) == len(query):
-                score = max(score, float(np.dot(np.asarray(fact.embedding), query)))
-            scored.append((score, fact))
+        scored = [(_similarity(text, query, fact), fact) for fact in facts]
         scored.sort(key=lambda pair: -pair[0])
         return scored
 
@@ -493,11 +488,17 @@ def choice_answer(text: str, count: int) -> list[int] | None:
     return sorted({n - 1 for n in numbers})
 
 
-def _closeness(a: Fact, b: Fact) -> float:
-    score = overlap(a.content, b.content)
-    if a.embedding is not None and b.embedding is not None and len(a.embedding) == len(b.embedding):
-        score = max(score, float(np.dot(np.asarray(a.embedding), np.asarray(b.embedding))))
+def _similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
+    """How close ``text`` (embedded as ``vector``) is to ``fact``: the larger of shared
+    content terms and cosine (terms catch exact wording, cosine paraphrase)."""
+    score = overlap(text, fact.content)
+    if vector is not None and fact.embedding is not None and len(fact.embedding) == len(vector):
+        score = max(score, float(np.dot(np.asarray(fact.embedding), np.asarray(vector))))
     return score
+
+
+def _closeness(a: Fact, b: Fact) -> float:
+    return _similarity(a.content, a.embedding, b)
 
 
 def same_content(a: str, b: str) -> bool:
