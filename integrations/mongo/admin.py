@@ -143,21 +143,6 @@ class MongoAdminQueries:
         }
         return counts
 
-    async def delete_directory_entries(self, user_id: str) -> dict[str, int]:
-        """The purge's last step, counted: the user leaves every circle, their DM thread
-        and their user record go. Returns what was actually removed now (zero for what
-        an earlier, interrupted run already removed)."""
-        left = await self._db[CIRCLES].update_many(
-            {"member_ids": user_id}, {"$pull": {"member_ids": user_id}}
-        )
-        threads = await self._db[THREADS].delete_many({"kind": "dm", "user_id": user_id})
-        users = await self._db[USERS].delete_one({"_id": user_id})
-        return {
-            USERS: users.deleted_count,
-            THREADS: threads.deleted_count,
-            "memberships": left.modified_count,
-        }
-
     async def delete_dm_requests(self, user_id: str) -> int:
         """Formation requests of the user's DM thread (its id is the user's id): ids and
         counters only, but they name a thread that no longer exists after a purge."""

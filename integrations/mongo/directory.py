@@ -113,11 +113,20 @@ class MongoDirectory:
             async for d in self._users.find({"_id": {"$in": user_ids}})
         }
 
-    async def delete_user(self, user_id: str) -> None:
-        """Remove a user everywhere in the directory (the erase cascade's last step)."""
-        await self._circles.update_many({"member_ids": user_id}, {"$pull": {"member_ids": user_id}})
-        await self._threads.delete_many({"kind": "dm", "user_id": user_id})
-        await self._users.delete_one({"_id": user_id})
+    async def delete_user(self, user_id: str) -> dict[str, int]:
+        """Remove a user everywhere in the directory (the erase cascade's last step).
+        Returns what this call removed (zero for what an earlier, interrupted erase
+        already had): their user record, their DM thread, their memberships."""
+        left = await self._circles.update_many(
+            {"member_ids": user_id}, {"$pull": {"member_ids": user_id}}
+        )
+        threads = await self._threads.delete_many({"kind": "dm", "user_id": user_id})
+        users = await self._users.delete_one({"_id": user_id})
+        return {
+            USERS: users.deleted_count,
+            THREADS: threads.deleted_count,
+            "memberships": left.modified_count,
+        }
 
     # --- circles ----------------------------------------------------------------
 

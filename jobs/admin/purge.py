@@ -153,8 +153,7 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
     await progress.advance()
 
     progress.phase = "purging: directory"
-    removed.update(await ctx.queries.delete_directory_entries(user_id))
-    await s.directory.delete_user(user_id)  # the directory's own erase: nothing left now
+    removed.update(await s.directory.delete_user(user_id))
     await progress.advance()
 
     # Anything still carrying the id (a message that arrived mid-purge) is reported,
