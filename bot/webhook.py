@@ -7,7 +7,6 @@ reaches the bot. The check is a constant-time comparison.
 
 from __future__ import annotations
 
-import copy
 import hmac
 import json
 import logging
@@ -55,8 +54,11 @@ def make_web_app(
         except (ValueError, TypeError):
             return web.json_response({"ok": False, "error": "malformed update"}, status=400)
         try:
-            update = Update.de_json(copy.deepcopy(data), application.bot)
+            update = Update.de_json(data, application.bot)
         except Exception as exc:
+            # PTB may have taken the dict apart: keep the update as it came (aiohttp
+            # keeps the body), rather than copying every update that parses fine.
+            data = json.loads(await request.read())
             if not isinstance(data.get("update_id"), int):
                 return web.json_response({"ok": False, "error": "malformed update"}, status=400)
             keep_unreadable(unreadable, data, exc)
