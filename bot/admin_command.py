@@ -40,10 +40,10 @@ from rich.table import Table
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`
-    from integrations.settings import Settings
     from jobs.admin.progress import Progress as JobProgress
     from jobs.admin.runner import AdminClient, JobOutcome
     from jobs.queue import JobState
+    from runtime.settings import Settings
 
 admin_app = typer.Typer(
     name="admin",
@@ -81,9 +81,9 @@ def _launch(command: str, args: list[Any], *, wait: bool, as_json: bool, **opts:
 
 
 async def _client(settings: Settings) -> tuple[AdminClient, Any]:
-    from integrations.container import build_services
     from integrations.redis_connection import connect_redis
     from jobs.admin.runner import AdminClient
+    from runtime.container import build_services
 
     redis = await connect_redis(settings)
     return AdminClient(settings, redis, services=lambda: build_services(settings)), redis

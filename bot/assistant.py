@@ -21,8 +21,6 @@ from datetime import datetime
 
 from bot.incoming import Incoming, Outgoing, split_for_telegram
 from bot.turn_lookups import TurnLookups
-from integrations.container import Services
-from integrations.metrics import record_retrieval
 from integrations.mongo.directory import FORGET_CHOICE, SessionTick
 from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
@@ -61,6 +59,8 @@ from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import SEARCH_MEMORY, CitedMemory, ReplyContext, build_messages
 from memory.retrieval import ScoredFact
+from runtime.container import Services
+from runtime.metrics import record_retrieval
 
 log = logging.getLogger(__name__)
 

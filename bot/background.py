@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 
-from integrations.container import Services
 from integrations.redis_connection import RedisHandle, connect_redis
-from integrations.settings import Settings
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
 from jobs.queue import JobQueue
 from jobs.trigger import FormationTrigger
 from memory.errors import AlfredError
+from runtime.container import Services
+from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

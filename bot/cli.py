@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from integrations.settings import Settings, load_settings
 from memory.errors import AlfredError
+from runtime.settings import Settings, load_settings
 
 T = TypeVar("T")
 
@@ -141,7 +141,7 @@ def migrate(
 ) -> None:
     """Apply the versioned database migrations and reconcile the Atlas search indexes
     (idempotent, safe while bots run); or import the previous memory system."""
-    from integrations.logging_setup import configure_logging
+    from runtime.logs import configure_logging
 
     given = {
         "--status": show_status,
@@ -247,7 +247,7 @@ def chat(
 def run() -> None:
     """Run the Telegram bot (long polling, or a webhook server when WEBHOOK_URL is set)."""
     from bot.run import run_bot
-    from integrations.logging_setup import configure_logging
+    from runtime.logs import configure_logging
 
     settings = _settings()
     configure_logging(settings.log_level)

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.replay import Replay, data_folder, replay_world
-from integrations.settings import Settings
+from runtime.settings import Settings
 
 HELP = """\
 Console commands:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bot.replay import data_folder, parse_script, replay_world
-from integrations.settings import Settings
+from runtime.settings import Settings
 
 console = Console(highlight=False)
 

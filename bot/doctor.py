@@ -17,8 +17,8 @@ import httpx
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo, redact
 from integrations.redis_connection import connect_redis
-from integrations.settings import Mode, Settings
 from memory.errors import AlfredError
+from runtime.settings import Mode, Settings
 
 COMPONENTS = ("database", "job_queue", "llm", "embeddings", "mem0", "calendar", "telegram")
 CHECK_TIMEOUT = 45.0

@@ -18,9 +18,9 @@ from integrations.mongo.migrator import (
     status,
 )
 from integrations.mongo.search_indexes import check_search_indexes
-from integrations.settings import Settings
 from memory.clock import SystemClock
 from memory.constants import FACTS
+from runtime.settings import Settings
 
 
 async def run_migrate(

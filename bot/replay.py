@@ -26,11 +26,11 @@ from telegram import Update
 from bot.assistant import Assistant
 from bot.offline_bot_api import OfflineBotAPI
 from bot.telegram_app import build_application
-from integrations.container import Services, build_services
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.errors import BadInput
 from memory.models import Thread, Viewer
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 #: The range a script's clock may move in (Telegram dates are Unix times).

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.replay import ScriptError, data_folder, parse_script, run_script
-from integrations.settings import Settings
+from runtime.settings import Settings
 
 
 def pretty(obj: dict[str, Any]) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from integrations.container import Services
 from integrations.redis_connection import RedisHandle, connect_redis
 from jobs.config import queue_name
 from jobs.inprocess import drain, run_due_crons
 from jobs.queue import JobQueue
 from jobs.trigger import FormationTrigger
+from runtime.container import Services
 
 
 class ReplayJobs:

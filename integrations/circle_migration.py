@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from integrations.container import Services
 from integrations.mongo.circle_move import CircleMove, move_circle_documents
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

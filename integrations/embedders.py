@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from openai import AsyncOpenAI
 
-from integrations.settings import Mode, Settings
 from memory.ports import Embedder
+from runtime.settings import Mode, Settings
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -955,7 +955,7 @@ async def import_legacy(
 
 def _export_metrics(report: ImportReport) -> None:
     try:
-        from integrations.metrics import get_metrics
+        from runtime.metrics import get_metrics
 
         metrics = get_metrics()
         for kind, counts in report.kinds.items():
@@ -979,7 +979,7 @@ async def run_legacy_import(
 ) -> ImportReport:
     """``alfred migrate --legacy-dry-run`` and ``alfred migrate --legacy-import``.
 
-    Connects with ``settings`` (an :class:`integrations.settings.Settings`), runs
+    Connects with ``settings`` (an :class:`runtime.settings.Settings`), runs
     :func:`import_legacy`, prints the report line by line through ``emit`` and closes.
     A dry run never loads the embedding model and never touches ``schema_migrations``,
     so migration 0004 stays pending. A real run requires migration 0001 (the unique

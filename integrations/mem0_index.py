@@ -54,7 +54,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.facts import MongoFactStore
 from integrations.openai_embedder import KNOWN_DIMENSIONS
-from integrations.settings import Settings
 from memory.constants import FACTS
 from memory.errors import AlfredError, ConfigurationError, RateLimited, Unavailable
 from memory.models import Fact, Partition, Viewer
@@ -67,6 +66,7 @@ from memory.semantic import (
     semantic_metadata,
     semantic_user_id,
 )
+from runtime.settings import Settings
 
 # Before mem0 can possibly be imported (it reads the variable once, at import).
 os.environ["MEM0_TELEMETRY"] = "False"

@@ -28,8 +28,6 @@ from openai.types.chat import (
 )
 from pydantic import BaseModel, ValidationError
 
-from integrations.logging_setup import sensitive
-from integrations.settings import Settings
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
     ChatOutcome,
@@ -42,6 +40,8 @@ from memory.llm import (
     ToolSpec,
     Usage,
 )
+from runtime.logs import sensitive
+from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 from redis.exceptions import AuthenticationError, RedisError
 
-from integrations.embedded import EmbeddedLease
-from integrations.endpoints import resolve_endpoint
 from integrations.mongo.connection import redact
-from integrations.settings import Mode, Settings
 from memory.errors import ConfigurationError, Unavailable
+from runtime.embedded import EmbeddedLease
+from runtime.endpoints import resolve_endpoint
+from runtime.settings import Mode, Settings
 
 
 @dataclass

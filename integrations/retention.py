@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from integrations.container import Services
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

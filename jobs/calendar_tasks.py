@@ -21,9 +21,9 @@ from typing import Any
 from arq import cron, func
 
 from integrations.calendar import Notify, SyncConfig, sync_due
-from integrations.settings import Settings
 from jobs.config import JobsConfig
 from jobs.tasks import Ctx, runtime
+from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from integrations.settings import Settings
+from runtime.settings import Settings
 
 #: arq function names: the queue stores these strings, so they are part of the format.
 FORM_THREAD = "form_thread"

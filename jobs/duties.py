@@ -31,8 +31,6 @@ from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from integrations.container import Services
-from integrations.metrics import record_formation
 from integrations.mongo.outbox import (
     FormationRequest,
     MongoOutbox,
@@ -47,6 +45,8 @@ from memory.constants import FORMATION_MIN_MESSAGES
 from memory.errors import RateLimited, Unavailable
 from memory.formation import FormationReport, FormationService
 from memory.models import Partition, ReflectionScope, Thread, ThreadKind
+from runtime.container import Services
+from runtime.metrics import record_formation
 
 log = logging.getLogger(__name__)
 

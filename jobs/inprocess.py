@@ -24,12 +24,12 @@ from typing import Any
 from arq.jobs import Job
 from arq.worker import Worker
 
-from integrations.container import Services
 from integrations.redis_connection import RedisHandle
 from jobs.config import COLD_SESSIONS, FORM_THREAD, REQUEUE_OUTBOX, JobsConfig, queue_name
 from jobs.duties import JobsRuntime, Transient, cold_sessions, process_request, requeue_outbox
 from jobs.queue import JobQueue, QueuePool
 from jobs.worker import worker_options
+from runtime.container import Services
 
 
 def _pool(redis: RedisHandle, name: str) -> QueuePool:

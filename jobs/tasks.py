@@ -8,7 +8,7 @@ exponential back-off. Anything else fails the job (arq logs it); its
 outbox request stays open, so the requeue cron tries again later.
 
 ``ctx`` keys a caller may preset (the in-process worker does): ``services``
-(:class:`integrations.container.Services`, not closed here), ``redis_handle``
+(:class:`runtime.container.Services`, not closed here), ``redis_handle``
 (:class:`integrations.redis_connection.RedisHandle`, not closed here), ``settings``,
 ``jobs_config`` and ``recover_on_startup`` (default true; a drain sets it false).
 """
@@ -21,12 +21,7 @@ from typing import Any
 
 from arq import Retry
 
-from integrations.container import Services, build_services
-from integrations.health import start_health_server
-from integrations.logging_setup import configure_logging
-from integrations.metrics import watch_services
 from integrations.redis_connection import RedisHandle, connect_redis
-from integrations.settings import load_settings
 from jobs.config import JobsConfig, queue_name
 from jobs.duties import (
     JobsRuntime,
@@ -41,6 +36,11 @@ from jobs.duties import (
 from jobs.locks import LockBusy
 from jobs.queue import JobQueue
 from memory.models import Partition, ReflectionScope
+from runtime.container import Services, build_services
+from runtime.health import start_health_server
+from runtime.logs import configure_logging
+from runtime.metrics import watch_services
+from runtime.settings import load_settings
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from dataclasses import replace
 
 from redis.exceptions import RedisError
 
-from integrations.container import Services
 from integrations.mongo.outbox import FormationRequest, MongoOutbox, RequestKind, RequestStatus
 from jobs.queue import JobQueue
 from memory.constants import (
@@ -29,6 +28,7 @@ from memory.constants import (
     FORMATION_EVERY_TOKENS,
     FORMATION_MIN_MESSAGES,
 )
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

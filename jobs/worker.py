@@ -21,8 +21,6 @@ from typing import Any
 from arq import cron, func
 from arq.connections import RedisSettings
 
-from integrations.embedded import EmbeddedLease, acquire
-from integrations.settings import Settings, load_settings
 from jobs.config import (
     COLD_SESSIONS,
     CONSOLIDATE,
@@ -40,6 +38,8 @@ from jobs.tasks import (
     startup,
 )
 from memory.errors import ConfigurationError
+from runtime.embedded import EmbeddedLease, acquire
+from runtime.settings import Settings, load_settings
 
 #: Seconds a finished job's result is kept: arq refuses a second job with the same id
 #: meanwhile (idempotent requests), and ``drain`` reads outcomes from it.
@@ -65,7 +65,7 @@ def timed(name: str, job: Any) -> Any:
 
     from arq.worker import Retry
 
-    from integrations.metrics import get_metrics
+    from runtime.metrics import get_metrics
 
     @functools.wraps(job)
     async def run(*args: Any, **kwargs: Any) -> Any:

@@ -52,7 +52,7 @@ def _embedder(ctx: MigrationContext) -> Embedder:
     given: Embedder | None = getattr(ctx, "embedder", None)
     if given is None:
         from integrations.embedders import build_embedder
-        from integrations.settings import load_settings
+        from runtime.settings import load_settings
 
         given = build_embedder(load_settings())
         ctx.note(f"legacy import: embedding with the configured model {given.model_name}")

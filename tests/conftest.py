@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.connection import MongoHandle, connect_mongo
 from integrations.redis_connection import RedisHandle, connect_redis
-from integrations.settings import Settings
+from runtime.settings import Settings
 from tests.helpers import network_guard
 
 # Tests never use the developer's real services: nothing from the environment or .env

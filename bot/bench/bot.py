@@ -33,10 +33,10 @@ from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
 from bot.incoming import Incoming, Sender
-from integrations.settings import load_settings
 from jobs.trigger import FormationTrigger
 from memory.clock import ManualClock
 from memory.constants import FACTS
+from runtime.settings import load_settings
 
 
 def _chat_or_task(system: str, user: str) -> Any:

@@ -15,11 +15,11 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from integrations.container import Services, build_services
 from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.settings import Settings
 from memory.ports import Clock
 from memory.retrieval import RetrievalConfig
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 
 stderr = Console(stderr=True)
 

@@ -45,9 +45,9 @@ from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes,
 from memory.llm import Usage
 
 if TYPE_CHECKING:
-    from integrations.container import Services
     from integrations.redis_connection import RedisHandle
     from jobs.queue import JobQueue
+    from runtime.container import Services
 
 PEOPLE = [(9101, "Alice"), (9102, "Bob"), (9103, "Chloe")]
 CITIES = ["Lisbon", "Porto", "Kyoto", "Oslo", "Lyon", "Denver"]
@@ -168,7 +168,7 @@ def formation_usage(usage: Usage) -> tuple[int, int]:
 
 async def _wait_stopped(pids: list[int], seconds: float = 15.0) -> None:
     """Wait for the embedded servers' supervisors to exit before their folder goes."""
-    from integrations.embedded.state import process_alive
+    from runtime.embedded.state import process_alive
 
     for _ in range(int(seconds * 10)):
         if not any(process_alive(pid) for pid in pids):
@@ -177,7 +177,7 @@ async def _wait_stopped(pids: list[int], seconds: float = 15.0) -> None:
 
 
 def _supervisors(data_dir: Path) -> list[int]:
-    from integrations.embedded.state import EmbeddedPaths, read_state
+    from runtime.embedded.state import EmbeddedPaths, read_state
 
     pids = []
     for kind in ("mongo", "redis"):
@@ -237,11 +237,11 @@ async def run_bench(
 ) -> Figures:
     """Set up the embedded backend in ``data_dir`` and time ``formations`` formations
     (each chat answer of the fake model delayed by ``model_latency_ms``)."""
-    from integrations.container import build_services
     from integrations.mongo.migrator import MigrationContext, migrate
-    from integrations.settings import Settings
     from memory.ids import new_id
     from memory.models import Message, Role, Thread
+    from runtime.container import build_services
+    from runtime.settings import Settings
 
     figures = Figures(
         via="jobs" if via_jobs else "service",

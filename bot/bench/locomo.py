@@ -20,12 +20,12 @@ from typing import Annotated, Any
 import typer
 
 from bot.bench.common import bench_world, emit, percentiles, progress, stderr
-from integrations.settings import load_settings
 from memory.clock import ManualClock
 from memory.facts import FactWriter
 from memory.models import Category, Partition, Provenance, Thread, ThreadKind, Viewer
 from memory.retrieval import RetrievalConfig
 from memory.search.fusion import FusionConfig, FusionMethod
+from runtime.settings import load_settings
 
 DEFAULT_DATA = Path("../shared/benchmarks/locomo/locomo-dev.json")
 CATEGORIES = ("1", "2", "3", "4")

@@ -22,11 +22,11 @@ import typer
 from bot.bench.common import bench_world, emit, percentiles, progress, stderr
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
-from integrations.settings import load_settings
 from memory.clock import ManualClock
 from memory.context import fact_block
 from memory.ids import content_hash, new_id
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
+from runtime.settings import load_settings
 
 MEMBERS = ["m1", "m2", "m3", "m4"]
 

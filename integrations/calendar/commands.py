@@ -14,9 +14,9 @@ import logging
 
 from integrations.calendar.core import CalendarSetup
 from integrations.calendar.oauth import disconnect, start_connect
-from integrations.container import Services
 from memory.errors import AlfredError, ConfigurationError
 from memory.models import ThreadKind, Viewer
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What every calendar entry point shares: configuration, keys, the store, clients.
 
-:class:`CalendarSetup` is built from :class:`integrations.container.Services` on demand
+:class:`CalendarSetup` is built from :class:`runtime.container.Services` on demand
 (it is a few small objects; the container stays unaware of the calendar). It answers
 "can calendars be connected here at all, and if not, why?" in one place, so the
 command, the tools and the jobs give the same reason.
@@ -22,9 +22,9 @@ from integrations.calendar.google_client import (
     TokenBundle,
 )
 from integrations.calendar.store import CalendarConnection, CalendarStore
-from integrations.container import Services
-from integrations.settings import Settings
 from memory.errors import ConfigurationError
+from runtime.container import Services
+from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from integrations.settings import Settings
 from memory.errors import AlfredError, ConfigurationError
+from runtime.settings import Settings
 
 #: How long a /calendar link stays usable.
 STATE_TTL = timedelta(minutes=10)

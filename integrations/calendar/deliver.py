@@ -28,12 +28,12 @@ from typing import Any
 
 from integrations.calendar.core import CalendarSetup
 from integrations.calendar.store import CalendarStore, MemoryLink
-from integrations.container import Services
 from memory.calendar_memories import CalendarEvent, DerivedMemory, derive_memories, parse_event
 from memory.errors import Denied
 from memory.facts import clip_words
 from memory.ids import content_hash
 from memory.models import Category, Fact, Partition, Provenance, Thread, ThreadKind
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,6 @@ from googleapiclient.discovery import build
 from googleapiclient.errors import HttpError
 from pydantic import BaseModel, Field
 
-from integrations.settings import Settings
 from memory.errors import (
     AlfredError,
     BadInput,
@@ -51,6 +50,7 @@ from memory.errors import (
     RateLimited,
     Unavailable,
 )
+from runtime.settings import Settings
 
 log = logging.getLogger(__name__)
 

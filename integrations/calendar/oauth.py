@@ -35,9 +35,9 @@ from pymongo.errors import PyMongoError
 from integrations.calendar.core import CalendarSetup, Notify
 from integrations.calendar.crypto import STATE_TTL, InvalidState, UnreadableTokens
 from integrations.calendar.google_client import SCOPES, TokenBundle, revoke_token
-from integrations.container import Services
 from memory.errors import AlfredError, ConfigurationError, Unavailable
 from memory.ids import new_id
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

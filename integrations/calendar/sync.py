@@ -43,9 +43,9 @@ from integrations.calendar.google_client import (
     SyncTokenExpired,
 )
 from integrations.calendar.store import CalendarConnection
-from integrations.container import Services
 from memory.errors import AlfredError, RateLimited
 from memory.models import Partition
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -32,11 +32,11 @@ from integrations.calendar.google_client import (
     RetryPolicy,
 )
 from integrations.calendar.store import CalendarConnection
-from integrations.container import Services
 from memory.calendar_memories import describe_when, is_person_address, parse_event
 from memory.errors import AlfredError, Unavailable
 from memory.llm import ToolCall, ToolSpec
 from memory.models import ThreadKind, User, Viewer
+from runtime.container import Services
 
 log = logging.getLogger(__name__)
 

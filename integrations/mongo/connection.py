@@ -17,10 +17,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 from pymongo.errors import InvalidURI, OperationFailure, PyMongoError
 
-from integrations.embedded import EmbeddedLease
-from integrations.endpoints import resolve_endpoint
-from integrations.settings import Mode, Settings
 from memory.errors import ConfigurationError, Unavailable
+from runtime.embedded import EmbeddedLease
+from runtime.endpoints import resolve_endpoint
+from runtime.settings import Mode, Settings
 
 Document = dict[str, Any]
 

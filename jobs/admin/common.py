@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from integrations.container import Services
 from integrations.mongo.admin import MongoAdminQueries
 from jobs.admin.progress import ProgressReporter
+from runtime.container import Services
 
 
 @dataclass

@@ -15,8 +15,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from integrations.settings import Settings
 from jobs.config import namespace
+from runtime.settings import Settings
 
 #: Seconds a progress hash outlives its last update.
 PROGRESS_TTL = 24 * 3600

@@ -30,9 +30,7 @@ from arq.constants import health_check_key_suffix, result_key_prefix
 from arq.jobs import Job
 from arq.worker import Worker
 
-from integrations.container import Services
 from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
 from jobs.admin.names import COMMANDS
 from jobs.admin.progress import Progress, progress_key, read_progress
 from jobs.config import JobsConfig, queue_name
@@ -40,6 +38,8 @@ from jobs.queue import JobQueue, JobState, QueuePool
 from jobs.tasks import startup
 from jobs.worker import worker_options
 from memory.errors import AlfredError
+from runtime.container import Services
+from runtime.settings import Settings
 
 ProgressCallback = Callable[[Progress | None, JobState], None]
 ServicesFactory = Callable[[], Awaitable[Services]]

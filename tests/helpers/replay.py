@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.replay import parse_script, run_script
-from integrations.settings import Settings
+from runtime.settings import Settings
 
 
 async def replay_lines(

@@ -27,12 +27,10 @@ from typing import Any
 
 import pytest
 
-from integrations.container import Services, build_services
 from integrations.mongo.admin import JOB_RUNS
 from integrations.mongo.connection import MongoHandle
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
 from jobs.admin.common import AdminContext
 from jobs.admin.export import EXPORT_FORMAT, EXPORT_VERSION, ExportDocument
 from jobs.admin.names import ADMIN_STATS, COMMANDS
@@ -57,6 +55,8 @@ from memory.models import (
     Viewer,
 )
 from memory.privacy import is_visible
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.conftest import make_settings
 from tests.helpers.fake_mem0 import FakeMem0
 from tests.helpers.fakes import HashEmbedder

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from integrations.settings import Settings
+from runtime.settings import Settings
 from tests.helpers.fake_openai import (
     FakeOpenAI,
     RecordedRequest,

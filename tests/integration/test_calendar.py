@@ -59,15 +59,15 @@ from integrations.calendar.crypto import InvalidState
 from integrations.calendar.google_client import RetryPolicy, TokenBundle
 from integrations.calendar.store import CONNECTIONS
 from integrations.calendar.tools import GOOGLE_DOWN, LIST_ONLY_IN_DM
-from integrations.container import Services, build_services
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.errors import Denied
 from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
 from tests.helpers.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from tests.helpers.fakes import HashEmbedder

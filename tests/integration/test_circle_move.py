@@ -17,10 +17,8 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.circle_migration import move_circle
-from integrations.container import Services, build_services
 from integrations.mongo.circle_move import move_circle_documents
 from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.constants import (
     CIRCLES,
@@ -44,6 +42,8 @@ from memory.models import (
     ThreadKind,
     Viewer,
 )
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from integrations.embedded import EmbeddedLease, acquire
 from integrations.mongo.connection import connect_mongo
 from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH, discover
 from memory.constants import SCHEMA_MIGRATIONS
+from runtime.embedded import EmbeddedLease, acquire
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,23 +24,23 @@ import pytest
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
-from integrations.embedded import EmbeddedLease, Kind, acquire
-from integrations.embedded.probe import answers
-from integrations.embedded.state import (
+from memory.errors import ConfigurationError, Unavailable
+from runtime.embedded import EmbeddedLease, Kind, acquire
+from runtime.embedded.probe import answers
+from runtime.embedded.state import (
     EmbeddedPaths,
     process_alive,
     read_failure,
     read_state,
 )
-from integrations.embedded.supervisor import LEASE_SCAN
-from memory.errors import ConfigurationError, Unavailable
+from runtime.embedded.supervisor import LEASE_SCAN
 
 GRACE = 1.0  # the supervisor's default
 STOP_DEADLINE = 15.0
 
 CLIENT = """
 import json, sys
-from integrations.embedded import acquire
+from runtime.embedded import acquire
 lease = acquire(sys.argv[1], sys.argv[2], timeout=30)
 print(json.dumps({"url": lease.url, "server_pid": lease.server_pid,
                   "supervisor_pid": lease.supervisor_pid}), flush=True)
@@ -243,7 +243,7 @@ def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
 
 def run_supervisor(data_dir: Path, program: Path, *extra: str) -> int:
     argv = [
-        sys.executable, "-m", "integrations.embedded.supervisor",
+        sys.executable, "-m", "runtime.embedded.supervisor",
         "--kind", "redis", "--data-dir", str(data_dir), "--server-program", str(program),
         *extra,
     ]  # fmt: skip

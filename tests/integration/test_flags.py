@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.assistant import NOT_RECALLING, NOT_STORING
-from integrations.settings import Settings
+from runtime.settings import Settings
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 CIRCLES = [{"circle": "fam", "members": ["alice", "bob"]}]

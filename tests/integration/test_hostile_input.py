@@ -31,9 +31,9 @@ from bot.incoming import TELEGRAM_MAX_TEXT, safe_text
 from bot.replay import Replay, replay_world
 from bot.run import run_bot
 from bot.telegram_app import ANONYMOUS_REPLY, NON_TEXT_REPLY
-from integrations.settings import Settings
 from memory.errors import ConfigurationError, Unavailable
 from memory.intents import ForgetAllIntent, ForgetIntent, detect_intent
+from runtime.settings import Settings
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram
 from tests.helpers.hostile import hostile_message
 from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used by name

@@ -29,13 +29,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from integrations.container import Services, build_services
 from integrations.mongo.codec import fact_from_doc, message_to_doc
 from integrations.mongo.connection import MongoHandle
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.outbox import MongoOutbox, RequestKind, RequestStatus
 from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
 from jobs.config import COLD_SESSIONS, CONSOLIDATE, JobsConfig, lock_prefix, queue_name
 from jobs.inprocess import drain, run_due_crons, start_inprocess_worker
 from jobs.queue import JobQueue, JobState
@@ -44,6 +42,8 @@ from memory.clock import ManualClock
 from memory.constants import FACTS, MESSAGES, REFLECTIONS
 from memory.llm import ChatOutcome, Task, Usage
 from memory.models import Message, Partition, ReflectionScope, Role, Thread
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.conftest import make_settings
 from tests.helpers.fake_openai import (
     FakeOpenAI,

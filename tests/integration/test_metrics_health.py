@@ -25,23 +25,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from pymongo import AsyncMongoClient
 from pymongo.errors import ServerSelectionTimeoutError
 
-from integrations.health import add_health_routes, make_health_app
-from integrations.logging_setup import REDACTED, configure_logging, sensitive
-from integrations.metrics import (
+from integrations.mongo.connection import MongoHandle
+from integrations.redis_connection import RedisHandle
+from memory.formation import FormationReport
+from memory.llm import Usage
+from memory.models import Category, Partition
+from memory.retrieval import Candidate, RetrievalResult, ScoredFact
+from memory.semantic import SemanticMetrics
+from runtime.health import add_health_routes, make_health_app
+from runtime.logs import REDACTED, configure_logging, sensitive
+from runtime.metrics import (
     AlfredMetrics,
     ExportingSemanticMetrics,
     arq_queue_depth,
     set_metrics,
     watch_services,
 )
-from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
-from memory.formation import FormationReport
-from memory.llm import Usage
-from memory.models import Category, Partition
-from memory.retrieval import Candidate, RetrievalResult, ScoredFact
-from memory.semantic import SemanticMetrics
+from runtime.settings import Settings
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ class _Mongo:
 
 @dataclass
 class _Services:
-    """Just enough of :class:`integrations.container.Services` for the health checks."""
+    """Just enough of :class:`runtime.container.Services` for the health checks."""
 
     mongo: _Mongo
 
@@ -264,13 +264,13 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
     formation job drained from the queue, and a reply whose retrieval ran."""
     from bot.assistant import Assistant
     from bot.incoming import Incoming, Sender
-    from integrations.container import Services, build_services
     from integrations.mongo.migrator import MigrationContext, migrate
     from integrations.mongo.outbox import MongoOutbox, RequestKind
     from jobs.admin.runner import AdminClient
     from jobs.config import queue_name
     from jobs.inprocess import drain
     from jobs.queue import JobQueue
+    from runtime.container import Services, build_services
     from tests.conftest import make_settings
     from tests.helpers.fakes import HashEmbedder
 
@@ -631,10 +631,10 @@ async def test_a_standalone_worker_logs_json_without_a_metrics_port(
 ) -> None:
     """``arq jobs.worker.WorkerSettings`` runs ``startup`` with ``serve_health``: its logs
     are JSON lines through the redacting filter even with ``METRICS_PORT=0``."""
-    from integrations.container import build_services
     from jobs.config import queue_name
     from jobs.queue import JobQueue
     from jobs.tasks import shutdown, startup
+    from runtime.container import build_services
     from tests.helpers.fakes import HashEmbedder
 
     assert settings.metrics_port == 0

@@ -22,7 +22,6 @@ from openai import AsyncOpenAI
 from pydantic import SecretStr
 
 from integrations.openai_llm import OpenAILLM, RetryPolicy
-from integrations.settings import Settings
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import LLM, LLMOutputError, PromptMessage, ToolCall, ToolSpec
 from memory.models import ReflectionScope, Role, ThreadKind
@@ -31,6 +30,7 @@ from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext
 from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext
+from runtime.settings import Settings
 from tests.helpers.fake_openai import (
     EMBEDDINGS,
     FakeOpenAI,

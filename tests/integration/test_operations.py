@@ -18,14 +18,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from bot.assistant import Assistant
 from bot.incoming import Incoming, Sender
-from integrations.container import Services, build_services
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.notes import MongoNotes
 from integrations.offline_llm import OfflineLLM
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.constants import (
     CLARIFICATIONS,
@@ -63,6 +61,8 @@ from memory.operations import (
     choice_answer,
 )
 from memory.prompts.common import Person
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 
 Db = AsyncDatabase[dict[str, Any]]

@@ -25,9 +25,9 @@ from pydantic import SecretStr
 
 from bot.assistant import CONFIRM_ERASE
 from bot.replay import Replay, replay_world
-from integrations.settings import Settings
 from memory.models import Clarification, Partition
 from memory.operations import FORGOTTEN, NOTHING_TO_FORGET
+from runtime.settings import Settings
 from tests.helpers.fake_mem0 import FakeMem0
 from tests.helpers.fake_openai import (
     FakeOpenAI,
@@ -656,7 +656,7 @@ async def test_no_memory_text_in_info_logs(settings: Settings, tmp_path: Path) -
     """Attack: logs at INFO and above (shipped where access control is weaker) during a
     whole conversation: remembering, recalling, forgetting, erasing, formation and
     consolidation of cold sessions. No secret word may appear in any line."""
-    from integrations.logging_setup import configure_logging
+    from runtime.logs import configure_logging
 
     stream = io.StringIO()
     root = logging.getLogger()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.replay import ScriptError, parse_script
-from integrations.settings import Settings
+from runtime.settings import Settings
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 SURPRISE = "Remember that I'm planning a surprise party for Bob on Friday"

@@ -6,12 +6,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from integrations.container import build_services
 from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.retention import apply_retention
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.models import Partition, Reflection, ReflectionScope
+from runtime.container import build_services
+from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import conversation
 

@@ -38,8 +38,8 @@ from bot.run import run_bot
 from bot.telegram_app import NON_TEXT_REPLY, UNKNOWN_COMMAND
 from integrations.mongo.connection import MongoHandle
 from integrations.redis_connection import RedisHandle
-from integrations.settings import Settings
 from memory.errors import ConfigurationError
+from runtime.settings import Settings
 from tests.helpers.fake_openai import (
     FakeOpenAI,
     RecordedRequest,

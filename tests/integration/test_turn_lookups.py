@@ -19,12 +19,12 @@ import pytest
 from bot.assistant import Assistant
 from bot.incoming import Incoming, Sender
 from bot.turn_lookups import TurnLookups
-from integrations.container import Services, build_services
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.settings import Settings
 from memory.clock import ManualClock
 from memory.models import Circle, User
+from runtime.container import Services, build_services
+from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 
 NOW = datetime(2026, 4, 1, 9, tzinfo=UTC)

@@ -41,11 +41,11 @@ def test_memory_imports_no_adapter_or_entry_point() -> None:
 
 def test_boundary_check_catches_an_offence(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from integrations.settings import Settings\nimport os\n")
-    assert [m for _, m in _imports(bad)] == ["integrations.settings", "os"]
+    bad.write_text("from runtime.settings import Settings\nimport os\n")
+    assert [m for _, m in _imports(bad)] == ["runtime.settings", "os"]
 
 
-PACKAGES_WITH_ALL = ["integrations.embedded"]
+PACKAGES_WITH_ALL = ["runtime.embedded"]
 
 
 @pytest.mark.parametrize("name", PACKAGES_WITH_ALL)

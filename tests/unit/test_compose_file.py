@@ -109,7 +109,7 @@ def test_alfred_services_point_at_the_compose_servers(services: dict[str, Any]) 
 
 
 def test_every_environment_key_is_a_setting_or_known(services: dict[str, Any]) -> None:
-    from integrations.settings import Settings
+    from runtime.settings import Settings
 
     known = {name.upper() for name in Settings.model_fields} | {"RUN_WORKER"}
     for name in ("bot", "worker", "migrate"):

@@ -20,7 +20,6 @@ from bot.replay import LINE_KINDS, ScriptError, parse_script
 from bot.telegram_app import to_incoming
 from integrations.offline_llm import compose_reply
 from integrations.offline_llm.extract import extract_facts
-from integrations.settings import Settings, load_settings
 from memory.errors import ConfigurationError
 from memory.intents import (
     CorrectionIntent,
@@ -38,6 +37,7 @@ from memory.models import Category, Role, ThreadKind
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import ExtractFactsContext
 from memory.prompts.reply import CitedMemory, ReplyContext
+from runtime.settings import Settings, load_settings
 from tests.helpers.hostile import any_char, hostile_message, hostile_text
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

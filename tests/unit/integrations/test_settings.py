@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from integrations.settings import Mode, Settings
+from runtime.settings import Mode, Settings
 
 ROOT = Path(__file__).resolve().parents[3]
 

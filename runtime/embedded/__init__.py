@@ -3,10 +3,10 @@
 Alfred starts them itself, under the data folder, shared by every Alfred process that
 uses the same folder and stopped shortly after the last one exits. :func:`acquire`
 returns a lease with the server's URL; the supervisor (``python -m
-integrations.embedded.supervisor``) owns the server process.
+runtime.embedded.supervisor``) owns the server process.
 """
 
-from integrations.embedded.lease import EmbeddedLease, acquire
-from integrations.embedded.state import Kind
+from runtime.embedded.lease import EmbeddedLease, acquire
+from runtime.embedded.state import Kind
 
 __all__ = ["EmbeddedLease", "Kind", "acquire"]

@@ -16,7 +16,7 @@ import struct
 import bson
 from bson.errors import BSONError
 
-from integrations.embedded.state import Kind
+from runtime.embedded.state import Kind
 
 HOST = "127.0.0.1"
 _OP_MSG = 2013

@@ -20,7 +20,6 @@ from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
-from integrations.settings import Mode, Settings
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
@@ -33,6 +32,7 @@ from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
+from runtime.settings import Mode, Settings
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ async def build_services(
                 f"{other_models} fact(s) were embedded with another model than "
                 f"{embedder.model_name}: they are found by keywords only until re-embedded"
             )
-        from integrations.metrics import ExportingSemanticMetrics
+        from runtime.metrics import ExportingSemanticMetrics
 
         metrics: SemanticMetrics = ExportingSemanticMetrics()
         legs = dict(extra_legs or {})

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from integrations.embedded.probe import answers
-from integrations.embedded.state import (
+from memory.errors import ConfigurationError, Unavailable
+from runtime.embedded.probe import answers
+from runtime.embedded.state import (
     COMPONENT,
     KINDS,
     PORT_SETTING,
@@ -40,7 +41,6 @@ from integrations.embedded.state import (
     remove,
     write_lease,
 )
-from memory.errors import ConfigurationError, Unavailable
 
 POLL = 0.02
 ORPHAN_WAIT = 10.0  # a server whose supervisor died gets this long to stop on SIGTERM
@@ -222,7 +222,7 @@ def _spawn_supervisor(paths: EmbeddedPaths, port: int, timeout: float) -> subpro
         p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
     )
     argv = [
-        sys.executable, "-m", "integrations.embedded.supervisor",
+        sys.executable, "-m", "runtime.embedded.supervisor",
         "--kind", paths.kind,
         "--data-dir", str(paths.data_dir),
         "--port", str(port),

@@ -30,7 +30,7 @@ from typing import Any, Final, Protocol
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from integrations.metrics import DATABASE, QUEUE, AlfredMetrics, get_metrics
+from runtime.metrics import DATABASE, QUEUE, AlfredMetrics, get_metrics
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class _HasDb(Protocol):
 
 
 class ServicesLike(Protocol):
-    """What the health checks need of :class:`integrations.container.Services`."""
+    """What the health checks need of :class:`runtime.container.Services`."""
 
     @property
     def mongo(self) -> _HasDb: ...

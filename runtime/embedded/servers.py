@@ -12,9 +12,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from integrations.embedded.probe import HOST
-from integrations.embedded.state import COMPONENT, URL_SETTING, EmbeddedPaths, Kind
 from memory.errors import Unavailable
+from runtime.embedded.probe import HOST
+from runtime.embedded.state import COMPONENT, URL_SETTING, EmbeddedPaths, Kind
 
 MONGO_PROGRAM = "secantusd-py"
 MONGO_CACHE_SIZE = "256M"  # WiredTiger's default of 1G is a lot for a chat bot

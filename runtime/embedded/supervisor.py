@@ -1,6 +1,6 @@
 """The supervisor: one small process that owns an embedded server for its lifetime.
 
-Run as ``python -m integrations.embedded.supervisor --kind mongo|redis --data-dir DIR``.
+Run as ``python -m runtime.embedded.supervisor --kind mongo|redis --data-dir DIR``.
 Alfred's processes come and go (the bot, the worker, one-off commands); the server must
 outlive each of them but not all of them. The supervisor starts the server as its child,
 publishes where it listens in ``DIR/<kind>.json``, and stops it once no live process has
@@ -25,9 +25,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, cast
 
-from integrations.embedded.probe import answers, pick_free_port, port_problem
-from integrations.embedded.servers import find_program, server_command, url_for
-from integrations.embedded.state import (
+from memory.errors import AlfredError, ConfigurationError, Unavailable
+from runtime.embedded.probe import answers, pick_free_port, port_problem
+from runtime.embedded.servers import find_program, server_command, url_for
+from runtime.embedded.state import (
     COMPONENT,
     KINDS,
     PORT_SETTING,
@@ -43,7 +44,6 @@ from integrations.embedded.state import (
     write_failure,
     write_state,
 )
-from memory.errors import AlfredError, ConfigurationError, Unavailable
 
 TICK = 0.1  # how often the child and the stop flag are checked
 LEASE_SCAN = 0.5  # how often dead clients' leases are pruned
@@ -331,7 +331,7 @@ class Supervisor:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m integrations.embedded.supervisor", description=__doc__.splitlines()[0]
+        prog="python -m runtime.embedded.supervisor", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--kind", choices=KINDS, required=True)
     parser.add_argument("--data-dir", type=Path, required=True)

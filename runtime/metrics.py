@@ -594,7 +594,7 @@ def watch_services(
     (``services.semantic_metrics``) and, given a Redis client and the arq queue name,
     the queue depth. One call per process, after the services are built.
 
-    ``services`` is an :class:`integrations.container.Services` (typed loosely so this
+    ``services`` is an :class:`runtime.container.Services` (typed loosely so this
     module does not import the composition root).
     """
     m = metrics if metrics is not None else get_metrics()

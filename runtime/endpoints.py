@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
-from integrations.embedded import EmbeddedLease, Kind, acquire
-from integrations.settings import Mode, Settings
+from runtime.embedded import EmbeddedLease, Kind, acquire
+from runtime.settings import Mode, Settings
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,2 @@
+"""Runtime: settings, the composition root, logging, metrics, health and the embedded
+servers. Imported by entry points only."""
