@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from integrations.mongo.connection import MongoHandle, connect_mongo
+from integrations.mongo.connection import MongoHandle
 from integrations.redis_connection import RedisHandle, connect_redis
+from runtime.connections import open_mongo
 from runtime.settings import Settings
 from tests.helpers import network_guard
 
@@ -59,7 +60,7 @@ def settings(data_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
     """The real embedded MongoDB-wire server, started once for the session."""
-    handle = await connect_mongo(settings)
+    handle = await open_mongo(settings)
     yield handle
     await handle.close()
 

@@ -39,8 +39,8 @@ async def reconcile_mem0(ctx: AdminContext, *, dry_run: bool = False) -> dict[st
         await progress.finish("mem0 is off")
         return {"enabled": False, "message": MEM0_OFF}
     # mem0's client (and openai's) load only when mem0 is on
-    from integrations.mem0_admin import list_partition
-    from integrations.mem0_index import mirror_fact
+    from integrations.mem0.admin import list_partition
+    from integrations.mem0.mirror import mirror_fact
 
     q = ctx.queries
     report: dict[str, Any] = {

@@ -89,7 +89,7 @@ async def _mem0_present(ctx: AdminContext, facts: list[Fact]) -> tuple[int, int]
     """How many of the facts' mem0 copies mem0 still holds: (listed as present, in
     partitions that could not be listed in full, hence unverified). A copy an earlier,
     interrupted purge deleted is not listed, so it is not counted again."""
-    from integrations.mem0_admin import list_partition  # mem0's client loads only when on
+    from integrations.mem0.admin import list_partition  # mem0's client loads only when on
 
     index = ctx.services.semantic
     by_key: dict[str, set[str]] = {}

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from integrations.mongo.directory import MongoDirectory
 from memory.models import Circle, User
+from memory.stores import DirectoryStore
 
 
 class TurnLookups:
     """Read-through memo of circles and users for one reply."""
 
-    def __init__(self, directory: MongoDirectory) -> None:
+    def __init__(self, directory: DirectoryStore) -> None:
         self._directory = directory
         self._circles: dict[str, Circle | None] = {}
         self._users: dict[str, User | None] = {}

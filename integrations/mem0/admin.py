@@ -6,7 +6,7 @@ orphan hunting goes partition by partition: for each partition key Alfred knows 
 mem0 ``user_id`` it stores under), list the entries and compare with local facts.
 
 An index may offer ``list_entries(partition_key)`` itself; otherwise the two indexes of
-:mod:`integrations.mem0_index` are listed through the mem0 client they wrap (the
+:mod:`integrations.mem0` are listed through the mem0 client they wrap (the
 Platform's paginated ``get_all``; the OSS library's ``get_all`` with a ``top_k``).
 An index that can be listed neither way answers None ("cannot tell").
 """
@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from integrations.mem0_index import Mem0CloudIndex, Mem0OssIndex, _results, _translate
+from integrations.mem0.cloud import Mem0CloudIndex
+from integrations.mem0.common import _results, _translate
+from integrations.mem0.oss import Mem0OssIndex
 from memory.semantic import FACT_ID_KEY, SemanticIndex
 
 #: Page size of the Platform listing, and the OSS listing's cap per partition.

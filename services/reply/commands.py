@@ -1,13 +1,13 @@
-"""The texts of /start, /help and /status."""
+"""The answers to Alfred's commands: /start, /help, /status and /calendar.
+
+They read what is visible in the chat they are asked in, through the same ports as a
+reply; the Telegram handler only parses the command and sends the text.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from memory.models import ThreadKind, Viewer
-
-if TYPE_CHECKING:
-    from bot.assistant import Assistant
+from services.reply.deps import ReplyDeps
 
 HELP = """\
 I'm Alfred. I remember what you tell me and use it when it helps.
@@ -36,14 +36,14 @@ def help_text(offline: bool) -> str:
     return HELP + (OFFLINE_NOTE if offline else "")
 
 
-async def start_text(assistant: Assistant, viewer: Viewer) -> str:
+async def start_text(deps: ReplyDeps, viewer: Viewer) -> str:
     hello = "Hello! I'm Alfred, an assistant that remembers — for people who share a life."
     if viewer.thread.kind is ThreadKind.GROUP:
         return (
             f"{hello} This group is a circle now: I'll learn from what you share here. "
             "Mention me or reply to me to talk. Type /help for more."
         )
-    circles = await assistant.s.directory.circles_of(viewer.user_id)
+    circles = await deps.directory.circles_of(viewer.user_id)
     if circles:
         names = ", ".join(c.title or c.id for c in circles)
         where = f"You're in these circles with me: {names}."
@@ -52,9 +52,9 @@ async def start_text(assistant: Assistant, viewer: Viewer) -> str:
     return f"{hello} What you tell me here stays private. {where} Type /help for more."
 
 
-async def status_text(assistant: Assistant, viewer: Viewer) -> str:
+async def status_text(deps: ReplyDeps, viewer: Viewer) -> str:
     """What Alfred knows of this chat; counts only what is visible here."""
-    s = assistant.s
+    s = deps
     thread = viewer.thread
     lines = []
     if thread.kind is ThreadKind.GROUP and thread.circle_id:
@@ -75,3 +75,27 @@ async def status_text(assistant: Assistant, viewer: Viewer) -> str:
         "Language model: offline (deterministic rules)" if s.llm.offline else "Language model: on"
     )
     return "\n".join(lines)
+
+
+CALENDAR_OFF = "Calendar features are switched off here."
+UNKNOWN_COMMAND = "I don't know that command. Try /help."
+
+
+class ChatCommands:
+    """Answers a command by name (without the slash), for the viewer who sent it."""
+
+    def __init__(self, deps: ReplyDeps) -> None:
+        self.d = deps
+
+    async def answer(self, name: str, viewer: Viewer, argument: str) -> str:
+        if name == "start":
+            return await start_text(self.d, viewer)
+        if name == "help":
+            return help_text(self.d.llm.offline)
+        if name == "status":
+            return await status_text(self.d, viewer)
+        if name == "calendar":
+            if not self.d.flags().calendar or self.d.calendar is None:
+                return CALENDAR_OFF
+            return await self.d.calendar.command(viewer, argument)
+        return UNKNOWN_COMMAND
