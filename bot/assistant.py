@@ -26,17 +26,6 @@ from memory.context import fact_block, owner_note
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
 from memory.ids import new_id
-from memory.intents import (
-    CorrectionIntent,
-    DirectiveIntent,
-    ForgetAllIntent,
-    ForgetIntent,
-    RecallIntent,
-    RememberIntent,
-    detect_ambiguous_reference,
-    detect_intent,
-    strip_addressing,
-)
 from memory.llm import PromptMessage, ToolCall
 from memory.models import (
     Message,
@@ -57,8 +46,19 @@ from memory.operations import (
 )
 from memory.privacy import is_visible
 from memory.prompts.common import Person
-from memory.prompts.reply import SEARCH_MEMORY, CitedMemory, ReplyContext, build_messages
+from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
+from memory.rules.intents import (
+    CorrectionIntent,
+    DirectiveIntent,
+    ForgetAllIntent,
+    ForgetIntent,
+    RecallIntent,
+    RememberIntent,
+    detect_ambiguous_reference,
+    detect_intent,
+    strip_addressing,
+)
 from runtime.container import Services
 from runtime.metrics import record_retrieval
 
@@ -589,7 +589,8 @@ class Assistant:
             ]
             return "\n".join(lines) or "No matching memories."
 
-        outcome = await self.s.llm.chat(build_messages(ctx, history), tools, run_tool, fallback=ctx)
+        request = ReplyRequest(reply=ctx, history=history)
+        outcome = await self.s.llm.chat(REPLY, request, tools, run_tool)
         text = outcome.text.strip() or "…"
         if question:
             text = f"{text}\n\n{question}"

@@ -32,7 +32,7 @@ from bot.replay import Replay, replay_world
 from bot.run import run_bot
 from bot.telegram_app import ANONYMOUS_REPLY, NON_TEXT_REPLY
 from memory.errors import ConfigurationError, Unavailable
-from memory.intents import ForgetAllIntent, ForgetIntent, detect_intent
+from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram
 from tests.helpers.hostile import hostile_message
