@@ -112,12 +112,16 @@ def has_letters(text: str) -> bool:
     return any(char.isalpha() for char in text)
 
 
+#: A payload that opens with the speaker ("remember my …", "don't forget I'm …").
 SELF_START = r"(?:my|our|i|i'm|im|i've|i'd|i'll|we|we're|we've|we'll|we'd|me|us)\b"
 
+#: "don't" as people type it.
 DONT = r"(?:don'?t|do\s+not)"
 
+#: Words that only point back ("remember this"): nothing to store or avoid on their own.
 NOT_A_PAYLOAD: Final = frozenset({"this", "that", "it", "me", "us", "everything"})
 
+#: Who a forget-all or a recall is about: the speaker, or the whole circle.
 WHO_ME = r"me|myself|my\s+(?:life|family\s+and\s+me)"
 WHO_US = (
     r"us|ourselves|the\s+two\s+of\s+us|(?:our|this|the)\s+(?:family|group|circle|household|team)"
@@ -126,6 +130,7 @@ WHO_US = (
 
 
 def who_of(word: str | None) -> Literal["me", "us"]:
+    """ "me" or "us" for the phrase a pattern captured; no phrase means the speaker."""
     if word is None:
         return "me"
     word = word.lower()

@@ -11,10 +11,10 @@ import re
 from memory.rules.text import MAX_PARSE_CHARS
 from memory.rules.verbs import conjugate_first, conjugate_for
 
+#: "not … anymore" / "no longer": the mark of a statement that stopped being true.
 ANYMORE = re.compile(
     r"(?:\b(?:not|never)\b|n't\b).*\bany\s?(?:more|longer)\b|\bno\s+longer\b", re.IGNORECASE
 )
-
 
 _COPULA_NEG = re.compile(
     r"^(?P<a>.*?)\b(?P<cop>am|'m|is|'s|are|'re|was|were)\s+(?:not|no\s+longer)\s+(?P<b>.+?)"
