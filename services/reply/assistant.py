@@ -23,17 +23,6 @@ from dataclasses import dataclass
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
 from memory.ids import new_id
-from memory.intents import (
-    CorrectionIntent,
-    DirectiveIntent,
-    ForgetAllIntent,
-    ForgetIntent,
-    RecallIntent,
-    RememberIntent,
-    detect_ambiguous_reference,
-    detect_intent,
-    strip_addressing,
-)
 from memory.models import (
     FORGET_CHOICE,
     Message,
@@ -47,6 +36,17 @@ from memory.models import (
 )
 from memory.operations import FORGET_CHOICES_MAX, MemoryOperations, choice_answer
 from memory.prompts.common import Person
+from memory.rules.intents import (
+    CorrectionIntent,
+    DirectiveIntent,
+    ForgetAllIntent,
+    ForgetIntent,
+    RecallIntent,
+    RememberIntent,
+    detect_ambiguous_reference,
+    detect_intent,
+    strip_addressing,
+)
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.commands import ChatCommands

@@ -16,7 +16,7 @@ from memory.llm import PromptMessage, ToolCall, ToolSpec
 from memory.models import Role, Thread, Viewer
 from memory.privacy import is_visible
 from memory.prompts.common import Person
-from memory.prompts.reply import SEARCH_MEMORY, CitedMemory, ReplyContext, build_messages
+from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
 from services.messages import Incoming
 from services.reply.deps import ReplyDeps
@@ -171,7 +171,8 @@ class Conversation:
                 return f"error: unknown tool {call.name}"
             return await self._search_tool(viewer, call, lookups)
 
-        outcome = await d.llm.chat(build_messages(ctx, history), tools, run_tool, fallback=ctx)
+        request = ReplyRequest(reply=ctx, history=history)
+        outcome = await d.llm.chat(REPLY, request, tools, run_tool)
         text = outcome.text.strip() or "…"
         if question:
             text = f"{text}\n\n{question}"

@@ -30,7 +30,7 @@ from bot.replay import Replay, replay_world
 from bot.run import run_bot
 from bot.telegram_app import ANONYMOUS_REPLY, NON_TEXT_REPLY
 from memory.errors import ConfigurationError, Unavailable
-from memory.intents import ForgetAllIntent, ForgetIntent, detect_intent
+from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
 from services.messages import TELEGRAM_MAX_TEXT, safe_text
 from services.reply.assistant import LLM_DOWN, MEMORY_DOWN

@@ -32,7 +32,6 @@ from memory.constants import (
 )
 from memory.facts import FactWriter
 from memory.ids import new_id
-from memory.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
 from memory.models import (
     Category,
     Clarification,
@@ -59,6 +58,7 @@ from memory.operations import (
     choice_answer,
 )
 from memory.prompts.common import Person
+from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
 from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from integrations.offline_llm.language import norm_key, strip_end
+from memory.rules.language import norm_key, strip_end
 
 Relation = Literal["same", "refines", "contradicts"]
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from integrations.offline_llm.language import clip_words, norm_key
-from integrations.offline_llm.slots import parse_slot, relate
 from memory.constants import FACT_MAX_WORDS, UPDATE_CANDIDATE_SIMILARITY
 from memory.prompts.decide_updates import (
     CandidateFact,
@@ -30,6 +28,8 @@ from memory.prompts.decide_updates import (
     UpdateDecision,
     UpdateDecisions,
 )
+from memory.rules.language import clip_words, norm_key
+from memory.rules.slots import parse_slot, relate
 
 #: Above this, two facts are the same fact in other words.
 NEAR_IDENTICAL: Final = 0.95

@@ -1,4 +1,4 @@
-"""What the offline provider says when asked to chat.
+"""The reply without a model: what the offline provider says when asked to chat.
 
 It cannot read a conversation, so it must not pretend to. Given the structured reply
 context (:class:`memory.prompts.reply.ReplyContext`) it answers a question from the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from memory.prompts.reply import CitedMemory, ReplyContext
+from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
 from memory.search.text import tokenize
 
 #: Words that address Alfred rather than ask about anything.
@@ -92,8 +92,13 @@ def compose_for(ctx: ReplyContext) -> str:
     return NOTED
 
 
+def reply(request: ReplyRequest) -> str:
+    """The offline answer to the reply task (:data:`memory.prompts.reply.REPLY`)."""
+    return compose_for(request.reply)
+
+
 def compose_reply(fallback: Any = None) -> str:
-    """The offline reply for ``fallback``.
+    """The offline reply for anything at hand, for callers without a typed request.
 
     A :class:`ReplyContext` gets :func:`compose_for`; a non-blank string is an already
     composed answer, returned as is; anything else gets :data:`OFFLINE_NOTICE` rather

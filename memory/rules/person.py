@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from memory.intents import third_person_singular
 from memory.models import ThreadKind
 from memory.prompts.common import Person
+from memory.rules.verbs import third_person_singular
 
 #: Up to this many members are named in a group "we"; more reads as a list, not a subject.
 MAX_NAMED_MEMBERS: Final = 4

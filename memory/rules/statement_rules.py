@@ -29,16 +29,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
-from integrations.offline_llm.dates import has_date, resolve_relative_dates
-from integrations.offline_llm.language import capitalise, content_terms, strip_end, word_count
-from integrations.offline_llm.person import Voice, to_third_person, uses_group
-from memory.constants import FACT_MAX_WORDS
 from memory.models import Category
 
-# "I", "we", or a coordinated subject with the speaker: "Bob and I", "my sister and I".
 _I = r"(?:i|we|(?:my\s+)?[\w'-]+\s+and\s+i)"
 _IAM = r"(?:i'?m|i\s+am|we're|we\s+are)"
 _HAVE = r"(?:i|we)(?:\s+have(?:\s+got)?|'ve(?:\s+got)?)"
@@ -56,12 +50,12 @@ _PERSON = (
     r"|in-laws|mother-in-law|father-in-law|roommate|flatmate|teacher"
 )
 _PET = r"dog|cat|puppy|kitten|pet|horse|parrot|rabbit|bunny|hamster|fish|turtle|tortoise"
-_HEDGE = re.compile(
+HEDGE = re.compile(
     r"\b(?:if|maybe|might|perhaps|wish|would|could|should|hope|hopefully|pretend|imagine"
     r"|suppose|supposedly|kidding|joking|jk|think|guess|wonder|not\s+sure|probably)\b|\?",
     re.IGNORECASE,
 )
-_EMPTY_OBJECT = re.compile(
+EMPTY_OBJECT = re.compile(
     r"^(?:it|that|this|these|those|you|your|yours|them|him|her|so|too|much|everything"
     r"|anything|nothing|lots|a\s+lot|when|how|what|where|why|who|the\s+way|\d"
     r"|a\s+(?:bit|minute|moment|second|sec|while|few\s+minutes)|an\s+hour|the\s+(?:morning"
@@ -70,12 +64,12 @@ _EMPTY_OBJECT = re.compile(
 )
 # "my job is killing me", "my kids are driving me crazy": moods, not facts (unless dated:
 # "my mom is visiting next week").
-_STATE_OBJECT = re.compile(
+STATE_OBJECT = re.compile(
     r"^(?:so|too|very|really|quite|pretty|not|such|\w+ing\b|a\s+(?:mess|nightmare|pain"
     r"|disaster|joke))",
     re.IGNORECASE,
 )
-_TIME_MARKER = re.compile(
+TIME_MARKER = re.compile(
     r"\b(?:next|tomorrow|tonight|soon|this\s+(?:week|weekend|month|year|summer|winter|spring"
     r"|autumn|fall|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|on\s+(?:monday"
     r"|tuesday|wednesday|thursday|friday|saturday|sunday)|in\s+(?:january|february|march"
@@ -86,7 +80,7 @@ _TIME_MARKER = re.compile(
 
 
 @dataclass(frozen=True)
-class _Rule:
+class Rule:
     """One statement family: its pattern, category, importance and extra conditions."""
 
     name: str
@@ -109,8 +103,8 @@ def _rule(
     needs_date: bool = False,
     needs_time: bool = False,
     reject_states: bool = False,
-) -> _Rule:
-    return _Rule(
+) -> Rule:
+    return Rule(
         name,
         re.compile(pattern, re.IGNORECASE),
         category,
@@ -346,140 +340,11 @@ RULES: Final = (
         needs_time=True,
     ),
 )
-_GROUP_PLAN = re.compile(
+GROUP_PLAN = re.compile(
     r"^(?:we're|we\s+are)\s+(?:(?:currently|now|still|also|busy)\s+)*(?:planning|organi[sz]ing"
     r"|preparing|arranging|renovating|saving|getting|having|hosting|throwing|moving|going"
     r"|looking\s+for|trying\s+to|thinking\s+(?:of|about)|working\s+on|booking)\b",
     re.IGNORECASE,
 )
 
-_LEAD = re.compile(
-    r"^(?:(?:oh|ok|okay|so|and|also|btw|by\s+the\s+way|well|fyi|actually|anyway|um+|uh+|hey"
-    r"|hi|hello|just\s+so\s+you\s+know|for\s+the\s+record|yeah|yes|no|nope|haha|lol"
-    r"|alfred)\b[\s,:;.!\-–—]*)+",
-    re.IGNORECASE,
-)
-_CLAUSE_BREAK = re.compile(
-    r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
-)
-_SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
-_TAIL = re.compile(
-    r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
-    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not)\b"
-    r"|\s+[-–—]\s).*$",
-    re.IGNORECASE | re.S,
-)
-_MAX_CLAUSE_CHARS: Final = 400
-_MAX_OBJECT_WORDS: Final = 12
-
-
-@dataclass(frozen=True)
-class Statement:
-    """A fact found in one clause, already in third person."""
-
-    content: str
-    category: Category
-    importance: int
-    about_group: bool
-    rule: str
-
-
-def clauses(sentence: str) -> list[str]:
-    """The clauses of a sentence that rules can read: no fillers, tails or final marks.
-
-    "Oh and I love hiking because it's calm, but I hate running" → ["I love hiking",
-    "I hate running"].
-    """
-    out: list[str] = []
-    for part in _split_clauses(sentence):
-        part = _LEAD.sub("", part.strip())
-        part = _TAIL.sub("", part)
-        part = strip_end(_strip_symbols(part))
-        if part and len(part) <= _MAX_CLAUSE_CHARS:
-            out.append(part)
-    return out
-
-
-def _split_clauses(sentence: str) -> list[str]:
-    """Split at ";" and at "and/but" + a new first-person subject, unless what precedes is
-    only a coordinated subject ("Bob and I love sushi", "my sister and I …")."""
-    parts: list[str] = []
-    start = 0
-    for match in _CLAUSE_BREAK.finditer(sentence):
-        left = _LEAD.sub("", sentence[start : match.start()].strip())
-        if match.group().strip() == ";" or _SUBJECT_PRONOUN.match(left) or len(left.split()) >= 3:
-            parts.append(sentence[start : match.start()])
-            start = match.end()
-    parts.append(sentence[start:])
-    return parts
-
-
-def _strip_symbols(text: str) -> str:
-    """Drop emoji and other symbols, which patterns and facts do without."""
-    return "".join(c for c in text if not (ord(c) > 0x2000 and not c.isalnum() and c != "'"))
-
-
-def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | None:
-    """The fact a clause states, by the first rule that matches, or None."""
-    if _HEDGE.search(clause):
-        return None
-    for rule in RULES:
-        match = rule.pattern.match(clause)
-        if match is None or not _conditions_hold(rule, match, clause):
-            continue
-        content = render(clause, voice, now)
-        if word_count(content) > FACT_MAX_WORDS:
-            return None
-        category, importance = rule.category, rule.importance
-        if rule.name == "family" and _TIME_MARKER.search(clause):
-            # "my mom is visiting next week" is a situation, not a relationship.
-            category, importance = Category.CONTEXT, 5
-        return Statement(content, category, importance, uses_group(clause), rule.name)
-    return None
-
-
-def _conditions_hold(rule: _Rule, match: re.Match[str], clause: str) -> bool:
-    obj = match.groupdict().get("obj") or ""
-    if rule.check_object:
-        obj = obj.strip()
-        if (
-            not obj
-            or _EMPTY_OBJECT.match(obj)
-            or not content_terms(obj)
-            or len(obj.split()) > _MAX_OBJECT_WORDS
-        ):
-            return False
-    if rule.reject_states and _STATE_OBJECT.match(obj.strip()) and not _TIME_MARKER.search(clause):
-        return False
-    if rule.needs_date and not (
-        has_date(clause) or re.search(r"\b(?:today|tomorrow)\b", clause, re.I)
-    ):
-        return False
-    return not (rule.needs_time and not (_TIME_MARKER.search(clause) or has_date(clause)))
-
-
-def render(text: str, voice: Voice, now: datetime) -> str:
-    """``text`` as a stand-alone third-person sentence without final punctuation."""
-    text = resolve_relative_dates(text, now)
-    return capitalise(strip_end(to_third_person(text, voice)))
-
-
-def is_group_plan(clause: str) -> bool:
-    """Whether a clause is the group's ongoing plan ("we're organising a dinner …")."""
-    return _GROUP_PLAN.match(clause) is not None and not _HEDGE.search(clause)
-
-
-_PERSON_REFERENCE = re.compile(rf"\b(?:my|our)\s+{_MOD}(?:{_PERSON}|{_PET})\b", re.IGNORECASE)
-
-
-def classify(text: str) -> tuple[Category, int]:
-    """Category and importance for a statement no rule matched (explicit or corrected)."""
-    if re.search(r"\ballerg", text, re.IGNORECASE):
-        return Category.FACT, 9
-    if has_date(text):
-        return Category.FACT, 8
-    if _PERSON_REFERENCE.search(text):
-        return Category.RELATIONSHIP, 6
-    if _TIME_MARKER.search(text):
-        return Category.CONTEXT, 5
-    return Category.FACT, 5
+PERSON_REFERENCE = re.compile(rf"\b(?:my|our)\s+{_MOD}(?:{_PERSON}|{_PET})\b", re.IGNORECASE)

@@ -1,6 +1,6 @@
 """Formation step 3 without a model: directives, group plans and an extractive summary.
 
-* **user** reflections: each directive a user gives (:func:`memory.intents.detect_directive`)
+* **user** reflections: each directive a user gives (:func:`memory.rules.intents.detect_directive`)
   becomes a note about that user ("Alice wants Alfred to reply in Spanish.").
 * **circle** reflections, in a group only: the group's ongoing plans ("we're organising a
   dinner for Friday" → "Alice and Bob are organising a dinner for Friday."). Plans are
@@ -23,7 +23,15 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from integrations.offline_llm.language import (
+from memory.constants import REFLECTION_MAX_WORDS
+from memory.models import ReflectionScope, Role, ThreadKind
+from memory.prompts.common import JournalLine
+from memory.prompts.reflect import ExtractedReflection, ReflectContext, Reflections, ScopeMemory
+from memory.rules.intents.directive import detect_directive
+from memory.rules.intents.forget import detect_forget
+from memory.rules.intents.kinds import DirectiveIntent
+from memory.rules.intents.recall import detect_recall
+from memory.rules.language import (
     capitalise,
     clip_words,
     content_terms,
@@ -32,20 +40,9 @@ from integrations.offline_llm.language import (
     norm_key,
     strip_end,
 )
-from integrations.offline_llm.person import Voice, to_third_person
-from integrations.offline_llm.statements import clauses, is_group_plan
-from memory.constants import REFLECTION_MAX_WORDS
-from memory.intents import (
-    DirectiveIntent,
-    clean_text,
-    detect_directive,
-    detect_forget,
-    detect_recall,
-    split_sentences,
-)
-from memory.models import ReflectionScope, Role, ThreadKind
-from memory.prompts.common import JournalLine
-from memory.prompts.reflect import ExtractedReflection, ReflectContext, Reflections, ScopeMemory
+from memory.rules.person import Voice, to_third_person
+from memory.rules.statements import clauses, is_group_plan
+from memory.rules.text import clean_text, split_sentences
 
 MAX_SESSION_NOTES: Final = 3
 MAX_CIRCLE_NOTES: Final = 3

@@ -15,10 +15,10 @@ is never empty.
 
 from __future__ import annotations
 
-from integrations.offline_llm.language import clip_words, end_sentence, norm_key, word_count
-from integrations.offline_llm.slots import Slot, parse_slot, relate
-from memory.intents import clean_text, split_sentences
 from memory.prompts.consolidate import ConsolidateContext, ConsolidatedBlob
+from memory.rules.language import clip_words, end_sentence, norm_key, word_count
+from memory.rules.slots import Slot, parse_slot, relate
+from memory.rules.text import clean_text, split_sentences
 
 
 def consolidate(ctx: ConsolidateContext) -> ConsolidatedBlob:

@@ -19,27 +19,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final, Literal
 
-from integrations.offline_llm.language import (
+from memory.constants import FACT_MAX_WORDS
+from memory.models import Category, Role, ThreadKind
+from memory.prompts.common import JournalLine
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts, ExtractFactsContext
+from memory.rules.intents.correct import detect_correction
+from memory.rules.intents.forget import detect_forget
+from memory.rules.intents.reference import detect_ambiguous_reference
+from memory.rules.intents.remember import detect_remember
+from memory.rules.language import (
     clip_words,
     is_latin,
     looks_english,
     norm_key,
     strip_end,
 )
-from integrations.offline_llm.person import Voice, uses_group
-from integrations.offline_llm.statements import classify, clauses, match_statement, render
-from memory.constants import FACT_MAX_WORDS
-from memory.intents import (
-    clean_text,
-    detect_ambiguous_reference,
-    detect_correction,
-    detect_forget,
-    detect_remember,
-    split_sentences,
-)
-from memory.models import Category, Role, ThreadKind
-from memory.prompts.common import JournalLine
-from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts, ExtractFactsContext
+from memory.rules.person import Voice, uses_group
+from memory.rules.statements import classify, clauses, match_statement, render
+from memory.rules.text import clean_text, split_sentences
 
 #: Formation reads at most this much of one message: facts come early, and rules on a
 #: pasted 100 KB log would cost time and find nothing atomic.
