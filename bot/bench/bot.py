@@ -22,7 +22,8 @@ from pydantic import SecretStr
 
 from bot.assistant import Assistant
 from bot.bench.common import bench_world, emit, percentiles, progress
-from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
+from bot.bench.fake_answers import formation_answer
+from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
@@ -42,7 +43,7 @@ from runtime.settings import load_settings
 def _chat_or_task(system: str, user: str) -> Any:
     if "You are Alfred" in system:
         return "Sure — here is what I know."
-    return formation_handler(system, user)
+    return formation_answer(system, user)
 
 
 class _TimedLLM:
@@ -74,7 +75,7 @@ async def run_bot_bench(
     n: int, messages: int, *, data_dir: Path | None, ops: DatabaseOps
 ) -> dict[str, Any]:
     clock = ManualClock(datetime(2026, 6, 1, 9, tzinfo=UTC))
-    async with FakeLLMServer(_chat_or_task) as server:
+    async with FakeOpenAI(chat_handler=text_task_handler(_chat_or_task), record=False) as server:
         settings = load_settings().model_copy(
             update={
                 "openai_api_key": SecretStr("bench"),

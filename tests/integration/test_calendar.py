@@ -33,6 +33,7 @@ from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from bot.assistant import Assistant
+from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from bot.incoming import Incoming, Sender
 from bot.replay import ScriptError, parse_script
 from integrations.calendar import (
@@ -69,7 +70,6 @@ from memory.privacy import is_visible
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
-from tests.helpers.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.replay import probe, probes, replay_lines, say
 

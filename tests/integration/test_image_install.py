@@ -125,7 +125,7 @@ def test_what_the_image_installs_runs_alfred(tmp_path: Path) -> None:
         "import bot, memory, integrations, jobs, migrations; "
         "assert all(m.__file__.startswith(sys.path[0]) "
         "for m in (bot, memory, integrations, jobs, migrations)), 'not the installed copy'; "
-        "from bot.cli import main; sys.argv[0] = 'alfred'; main()"
+        "from bot.cli.main import main; sys.argv[0] = 'alfred'; main()"
     )
     env = {**os.environ, "ALFRED_DATA_DIR": str(tmp_path / "data"), "PYTHONSAFEPATH": "1"}
     out = _run(sys.executable, "-c", launcher, str(site), "demo", cwd=home, env=env)

@@ -21,17 +21,7 @@ import pytest
 from openai import AsyncOpenAI
 from pydantic import SecretStr
 
-from integrations.openai_llm import OpenAILLM, RetryPolicy
-from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
-from memory.llm import LLM, LLMOutputError, PromptMessage, ToolCall, ToolSpec
-from memory.models import ReflectionScope, Role, ThreadKind
-from memory.prompts.common import JournalLine, Person
-from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext
-from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
-from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.prompts.reflect import REFLECT, ReflectContext
-from runtime.settings import Settings
-from tests.helpers.fake_openai import (
+from bot.bench.fake_openai import (
     EMBEDDINGS,
     FakeOpenAI,
     RecordedRequest,
@@ -44,6 +34,16 @@ from tests.helpers.fake_openai import (
     slow,
     tool_call,
 )
+from integrations.openai_llm import OpenAILLM, RetryPolicy
+from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
+from memory.llm import LLM, LLMOutputError, PromptMessage, ToolCall, ToolSpec
+from memory.models import ReflectionScope, Role, ThreadKind
+from memory.prompts.common import JournalLine, Person
+from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext
+from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
+from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+from memory.prompts.reflect import REFLECT, ReflectContext
+from runtime.settings import Settings
 
 FAST, SLOW, CHAT = "fast-model-x", "slow-model-y", "chat-model-z"
 TINY = RetryPolicy(attempts=3, base_delay=0.005, max_delay=0.02, max_retry_after=1.0)

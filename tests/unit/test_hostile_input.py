@@ -17,7 +17,7 @@ from telegram import Update
 
 from bot.incoming import TELEGRAM_MAX_TEXT, safe_text, split_for_telegram
 from bot.replay import LINE_KINDS, ScriptError, parse_script
-from bot.telegram_app import to_incoming
+from bot.telegram.updates import to_incoming
 from integrations.offline_llm import compose_reply
 from integrations.offline_llm.extract import extract_facts
 from memory.errors import ConfigurationError

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.replay import ScriptError, data_folder, parse_script, run_script
+from bot.replay.world import ScriptError, data_folder, parse_script, run_script
 from runtime.settings import Settings
 
 

@@ -1,13 +1,19 @@
-"""The texts of /start, /help and /status."""
+"""Commands: /start, /help and /status (and /calendar, in its own module); an unknown
+one is answered as such, an edited one not again, and one for another bot is left alone.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from telegram import Chat, Update
+from telegram.ext import ContextTypes
 
+from bot.assistant import Assistant
+from bot.telegram.handlers.calendar import calendar_text
+from bot.telegram.sending import Replier
+from bot.telegram.updates import bot_handle, to_incoming
 from memory.models import ThreadKind, Viewer
 
-if TYPE_CHECKING:
-    from bot.assistant import Assistant
+UNKNOWN_COMMAND = "I don't know that command. Try /help."
 
 HELP = """\
 I'm Alfred. I remember what you tell me and use it when it helps.
@@ -75,3 +81,45 @@ async def status_text(assistant: Assistant, viewer: Viewer) -> str:
         "Language model: offline (deterministic rules)" if s.llm.offline else "Language model: on"
     )
     return "\n".join(lines)
+
+
+class Commands:
+    """The command handler of one assistant."""
+
+    def __init__(self, assistant: Assistant, replier: Replier) -> None:
+        self.assistant = assistant
+        self.replier = replier
+
+    async def handle(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.effective_message
+        chat = update.effective_chat
+        if message is None or chat is None or message.text is None:
+            return
+        if update.edited_message is not None:  # an edited command was answered already
+            return
+        bot = context.bot
+        name, _, target = message.text.split()[0].lstrip("/").partition("@")
+        # "/foo@otherbot" in a group is for another bot; in a DM only Alfred reads it, and
+        # answers it (as an unknown command at worst)
+        other = target and target.lower() != bot_handle(bot)
+        if other and chat.type != Chat.PRIVATE:
+            return
+        name = name.lower()
+        inc = to_incoming(update, bot.id, bot_handle(bot))
+        if inc is None:
+            await self.replier.refuse_anonymous(update, context)
+            return
+        _, viewer = await self.assistant.register(inc)
+        if name == "start":
+            text = await start_text(self.assistant, viewer)
+        elif name == "help":
+            text = help_text(self.assistant.s.llm.offline)
+        elif name == "status":
+            text = await status_text(self.assistant, viewer)
+        elif name == "calendar":
+            text = await calendar_text(self.assistant, viewer, message.text)
+        else:
+            text = UNKNOWN_COMMAND
+        await self.replier.send(
+            context, chat.id, text, message.message_id if inc.is_group else None, inc.topic_id
+        )
