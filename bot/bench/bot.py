@@ -21,7 +21,7 @@ import typer
 from pydantic import SecretStr
 
 from bot.assistant import Assistant
-from bot.bench.common import bench_world, emit, percentiles, progress
+from bot.bench.common import DataDirOption, JsonOption, bench_world, emit, percentiles, progress
 from bot.bench.fake_answers import formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
@@ -150,12 +150,8 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="Facts in the circle, e.g. 1000,10000.")
         ] = "1000,10000",
         messages: Annotated[int, typer.Option(min=1, help="Messages to time per size.")] = 100,
-        data_dir: Annotated[
-            Path | None, typer.Option("--data-dir", help="Keep the store here.")
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
-        ] = False,
+        data_dir: DataDirOption = None,
+        as_json: JsonOption = False,
     ) -> None:
         """Reply-path throughput and overhead (model time excluded) at N facts, with the
         database commands per message and the process's peak memory."""
