@@ -1,4 +1,5 @@
-"""The ``alfred replay`` command: run a script, print JSON lines (or readable text)."""
+"""A script file for ``alfred replay``: read and checked before anything runs, then run,
+printing JSON lines (or readable text)."""
 
 from __future__ import annotations
 

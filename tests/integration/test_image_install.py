@@ -115,7 +115,7 @@ def test_what_the_image_installs_runs_alfred(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("alfred_memory_bot-*.whl")
     site = tmp_path / "site"
     _run(*pip, "install", *quiet, "--target", str(site), str(wheel), cwd=tmp_path)
-    assert (site / "bot" / "scenarios" / "demo.jsonl").is_file()
+    assert (site / "bot" / "replay" / "scenarios" / "demo.jsonl").is_file()
 
     # `alfred demo` from the installed copy, in an empty directory, as the image runs it
     home = tmp_path / "home"
