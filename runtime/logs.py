@@ -24,19 +24,24 @@ INFO and above:
 * the exception message is dropped (type and stack stay).
 
 At DEBUG everything is shown: DEBUG is for a developer's machine, never production.
+
+The JSON lines themselves come from ``python-json-logger`` (:func:`json_formatter`):
+``time`` (UTC, milliseconds), ``level``, ``logger``, ``message``, then the extra fields,
+and ``exception`` when there is one.
 The filter cannot see free text pasted into a format string by hand
 (``log.info(f"said {text}")``); the convention forbids that, and review enforces it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
+import time
 import traceback
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import IO, Any, Final
+
+from pythonjsonlogger.json import JsonFormatter
 
 REDACTED: Final = "[redacted]"
 
@@ -141,6 +146,8 @@ class RedactingFilter(logging.Filter):
                 )
         if isinstance(record.msg, Sensitive):
             record.msg = REDACTED
+        elif isinstance(record.msg, Mapping):  # the JSON formatter makes its keys fields
+            record.msg = {str(k): _redact_value(str(k), v) for k, v in record.msg.items()}
         if record.exc_info and record.exc_info[1] is not None:
             # Keep the type and the stack; the message may echo user input.
             record.alfred_exc = _exception_summary(record.exc_info[1])
@@ -164,32 +171,41 @@ def _exception_summary(exc: BaseException) -> dict[str, Any]:
     }
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, then the extra fields.
+class _AlfredJsonFormatter(JsonFormatter):
+    """The library's formatter, with an exception that reached it (a DEBUG record, which
+    the filter leaves alone) written as its type and its full text."""
 
-    Values that JSON cannot encode are written with ``str()``. Exceptions that reach
-    the formatter (DEBUG records, which the filter leaves alone) are written in full.
-    """
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        super().add_fields(log_data, record, message_dict)
+        text = log_data.pop("exc_info", None)
+        if text is not None and "exception" not in log_data and record.exc_info:
+            log_data["exception"] = {"type": type(record.exc_info[1]).__name__, "text": text}
 
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        extras = extra_fields(record)
-        summary = extras.pop("alfred_exc", None)
-        for key, value in extras.items():
-            entry.setdefault(key, value)
-        if summary is not None:
-            entry["exception"] = summary
-        elif record.exc_info and record.exc_info[1] is not None:
-            entry["exception"] = {
-                "type": type(record.exc_info[1]).__name__,
-                "text": self.formatException(record.exc_info),
-            }
-        return json.dumps(entry, default=str, ensure_ascii=False)
+
+def json_formatter() -> logging.Formatter:
+    """One JSON object per line: time, level, logger, message, then the extra fields
+    (the filter's exception summary as ``exception``). Values JSON cannot encode are
+    written with ``str()``; text is written as is (no ``\\u`` escapes)."""
+    formatter = _AlfredJsonFormatter(
+        "{asctime}{levelname}{name}{message}",
+        style="{",
+        rename_fields={
+            "asctime": "time",
+            "levelname": "level",
+            "name": "logger",
+            "alfred_exc": "exception",
+        },
+        reserved_attrs=sorted(_RECORD_ATTRS),
+        json_default=str,
+        json_ensure_ascii=False,
+    )
+    # ISO 8601 in UTC with milliseconds, e.g. 2026-01-05T09:00:00.123+00:00.
+    formatter.converter = time.gmtime
+    formatter.default_time_format = "%Y-%m-%dT%H:%M:%S"
+    formatter.default_msec_format = "%s.%03d+00:00"
+    return formatter
 
 
 def configure_logging(
@@ -219,7 +235,7 @@ def configure_logging(
             existing.close()
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.set_name(_HANDLER_NAME)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(json_formatter())
     handler.addFilter(RedactingFilter())
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
@@ -233,11 +249,11 @@ __all__ = [
     "QUIET_LOGGERS",
     "REDACTED",
     "SENSITIVE_KEYS",
-    "JsonFormatter",
     "RedactingFilter",
     "Sensitive",
     "configure_logging",
     "extra_fields",
     "is_sensitive_key",
+    "json_formatter",
     "sensitive",
 ]

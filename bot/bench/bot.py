@@ -20,8 +20,9 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr
 
-from bot.bench.common import bench_world, emit, percentiles, progress
-from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
+from bot.bench.common import DataDirOption, JsonOption, bench_world, emit, percentiles, progress
+from bot.bench.fake_answers import formation_answer
+from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
@@ -42,7 +43,7 @@ from services.messages import Incoming, Sender
 def _chat_or_task(system: str, user: str) -> Any:
     if "You are Alfred" in system:
         return "Sure — here is what I know."
-    return formation_handler(system, user)
+    return formation_answer(system, user)
 
 
 class _TimedLLM:
@@ -74,7 +75,7 @@ async def run_bot_bench(
     n: int, messages: int, *, data_dir: Path | None, ops: DatabaseOps
 ) -> dict[str, Any]:
     clock = ManualClock(datetime(2026, 6, 1, 9, tzinfo=UTC))
-    async with FakeLLMServer(_chat_or_task) as server:
+    async with FakeOpenAI(chat_handler=text_task_handler(_chat_or_task), record=False) as server:
         settings = load_settings().model_copy(
             update={
                 "openai_api_key": SecretStr("bench"),
@@ -149,12 +150,8 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="Facts in the circle, e.g. 1000,10000.")
         ] = "1000,10000",
         messages: Annotated[int, typer.Option(min=1, help="Messages to time per size.")] = 100,
-        data_dir: Annotated[
-            Path | None, typer.Option("--data-dir", help="Keep the store here.")
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
-        ] = False,
+        data_dir: DataDirOption = None,
+        as_json: JsonOption = False,
     ) -> None:
         """Reply-path throughput and overhead (model time excluded) at N facts, with the
         database commands per message and the process's peak memory."""

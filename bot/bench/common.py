@@ -9,9 +9,10 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -20,6 +21,10 @@ from memory.ports import Clock
 from memory.retrieval import RetrievalConfig
 from runtime.container import Services, build_services
 from runtime.settings import Settings
+
+#: The options every benchmark takes.
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Keep the store here.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Last stdout line: one JSON object.")]
 
 stderr = Console(stderr=True)
 

@@ -40,7 +40,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bot.bench.fake_llm_server import FakeLLMServer, estimate_tokens
+from bot.bench.fake_answers import bag_of_words, estimate_tokens, formation_answer
+from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes, peak_rss_mb
 from memory.llm import Usage
 
@@ -250,7 +251,12 @@ async def run_bench(
         model_latency_ms=model_latency_ms,
     )
     rng = random.Random(seed)
-    async with FakeLLMServer(latency_s=model_latency_ms / 1000.0) as server:
+    async with FakeOpenAI(
+        chat_handler=text_task_handler(formation_answer),
+        vector=bag_of_words,
+        latency_s=model_latency_ms / 1000.0,
+        record=False,
+    ) as server:
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None,
             alfred_data_dir=data_dir,

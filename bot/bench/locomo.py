@@ -19,7 +19,15 @@ from typing import Annotated, Any
 
 import typer
 
-from bot.bench.common import bench_world, emit, percentiles, progress, stderr
+from bot.bench.common import (
+    DataDirOption,
+    JsonOption,
+    bench_world,
+    emit,
+    percentiles,
+    progress,
+    stderr,
+)
 from memory.clock import ManualClock
 from memory.facts import FactWriter
 from memory.models import Category, Partition, Provenance, Thread, ThreadKind, Viewer
@@ -193,12 +201,8 @@ def register(app: typer.Typer) -> None:
         no_date: Annotated[
             bool, typer.Option("--no-date", help="Do not prefix session dates.")
         ] = False,
-        data_dir: Annotated[
-            Path | None, typer.Option("--data-dir", help="Keep the store here.")
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
-        ] = False,
+        data_dir: DataDirOption = None,
+        as_json: JsonOption = False,
     ) -> None:
         """Evidence recall@k on the LoCoMo development set, through Alfred's write and
         retrieval paths."""

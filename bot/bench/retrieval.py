@@ -19,7 +19,15 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from bot.bench.common import bench_world, emit, percentiles, progress, stderr
+from bot.bench.common import (
+    DataDirOption,
+    JsonOption,
+    bench_world,
+    emit,
+    percentiles,
+    progress,
+    stderr,
+)
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
 from memory.clock import ManualClock
@@ -143,12 +151,8 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--plot", help="Also measure --sizes and write a PNG here.")
         ] = None,
         sizes: Annotated[str, typer.Option(help="Sizes for --plot.")] = "1000,10000,100000",
-        data_dir: Annotated[
-            Path | None, typer.Option("--data-dir", help="Keep the store here.")
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Last stdout line: one JSON object.")
-        ] = False,
+        data_dir: DataDirOption = None,
+        as_json: JsonOption = False,
     ) -> None:
         """Latency of the whole reply-path retrieval at N facts (p50/p95/p99)."""
         if plot is None:

@@ -4,19 +4,18 @@ Why a server and not a mocked ``Bot``: PTB's request layer (httpx, form encoding
 mapping, retries, the rate limiter, the Updater's long polling and its tornado webhook
 server) is where integration bugs live. Mocking ``Bot.send_message`` skips all of it.
 Here the bot is built exactly as in production, only with
-``Application.builder().base_url(tg.base_url).base_file_url(tg.base_file_url)``, and
+``Application.builder().base_url(tg.base_url)``, and
 everything it does goes over HTTP on 127.0.0.1 to this aiohttp server.
 
 Wire format (what PTB 22 actually sends, see ``telegram/request/_httpxrequest.py``):
 every call is ``POST {base_url}{token}/{method}`` with an
-``application/x-www-form-urlencoded`` body (``multipart/form-data`` when a file is
-uploaded). Each form value is a *string*: ``str`` parameters go raw, everything else
-(ints, bools, lists, objects such as ``reply_parameters``) is ``json.dumps``-ed. So
+``application/x-www-form-urlencoded`` body. Each form value is a *string*: ``str``
+parameters go raw, everything else (ints, bools, lists, objects such as
+``reply_parameters``) is ``json.dumps``-ed. So
 ``chat_id=42&text=hi&reply_parameters={"message_id": 7}``; ``None`` parameters are
 left out, and parameterless calls (``getMe``, ``deleteWebhook``) are POSTs with an
-empty body and no Content-Type. The server decodes values
-back with :func:`_coerce_param`; JSON bodies and GET query strings work too, as they do
-on the real API. Answers are ``{"ok": true, "result": ...}`` or
+empty body and no Content-Type. The server decodes values back with
+:func:`_coerce_param` (query strings work too). Answers are ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": "...", "parameters": {...}}`` with the
 HTTP status equal to ``error_code`` (PTB maps the *status*: 400 BadRequest, 401/404
 InvalidToken, 403 Forbidden, 409 Conflict, ``parameters.retry_after`` RetryAfter,
@@ -43,17 +42,21 @@ was called, POSTed to the webhook URL with ``Content-Type: application/json`` an
 While a webhook is set, ``getUpdates`` answers 409 Conflict, like the real API.
 
 Realism the fake enforces (each a bug class a mock would hide): text over 4096
-characters *after* entity parsing is 400 "message is too long"; broken HTML/MarkdownV2
-is 400 "can't parse entities" (``<br>``, an unescaped ``<`` or ``.``); replying to a
-message the chat never had is 400 "message to be replied not found"; unknown chats are
-400 "chat not found"; a bot that was kicked/blocked gets 403; entity offsets are UTF-16
-code units; editing with unchanged text is 400 "message is not modified"; answering a
-callback query twice is 400.
+characters is 400 "message is too long"; replying to a message the chat never had is
+400 "message to be replied not found"; unknown chats are 400 "chat not found"; a group
+upgraded to a supergroup answers with ``migrate_to_chat_id``; a bot that was
+kicked/blocked gets 403; entity offsets are UTF-16 code units.
+
+What it serves is what Alfred calls (``getMe``, ``getUpdates``, ``deleteWebhook``,
+``setWebhook``, ``sendMessage``); any other method is 404, like an unknown one on the real
+API. Alfred sends plain text only: a ``parse_mode`` or explicit ``entities`` is refused
+with 400, so a change that starts sending formatted text fails loudly here instead of
+passing unchecked.
 
 Deliberate simplifications: webhook URLs may be plain ``http://`` on any port (the
 real API wants HTTPS on 443/80/88/8443); webhook updates go one at a time, in order,
 whatever ``max_connections`` says; privacy mode is not simulated (every pushed group
-message is delivered); ``close``/``logOut`` just answer ``true``.
+message is delivered); media in updates have file ids but no downloadable content.
 
 PTB note for tests: PTB 22 warns (``PTBDeprecationWarning``) whenever it builds a
 ``RetryAfter`` or reads a time period such as ``Voice.duration`` unless the environment
@@ -61,13 +64,11 @@ has ``PTB_TIMEDELTA=1``; under ``filterwarnings = error`` that warning is raised
 inside PTB's request layer, so set the variable in tests that hit those paths.
 
 Fault injection: :meth:`FakeTelegram.fail_next` (any code/description/parameters),
-:meth:`~FakeTelegram.rate_limit_next` (429 + ``retry_after``),
-:meth:`~FakeTelegram.delay_next`. Extra methods: :meth:`FakeTelegram.set_handler`.
+:meth:`~FakeTelegram.rate_limit_next` (429 + ``retry_after``).
 
 Records: :attr:`FakeTelegram.calls` (every request, including failed ones),
-:attr:`~FakeTelegram.sent_messages`, :attr:`~FakeTelegram.edited_messages`,
-:attr:`~FakeTelegram.chat_actions`, :attr:`~FakeTelegram.callback_answers`,
-:attr:`~FakeTelegram.webhook_deliveries`; wait on them with
+:attr:`~FakeTelegram.sent_messages`, :attr:`~FakeTelegram.webhook_deliveries`; wait on
+them with
 :meth:`~FakeTelegram.wait_for_messages`, :meth:`~FakeTelegram.wait_for_calls`,
 :meth:`~FakeTelegram.wait_until` (deadlines, never fixed sleeps).
 """
@@ -83,7 +84,7 @@ import re
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -92,12 +93,9 @@ import aiohttp
 from aiohttp import web
 
 JSON = dict[str, Any]
-MethodHandler = Callable[[JSON], Any]
-"""``params -> result`` (or an awaitable of one) for :meth:`FakeTelegram.set_handler`;
-raise :class:`TelegramApiError` to answer with an error."""
 
 MAX_TEXT_LENGTH = 4096
-"""Bot API limit for ``sendMessage``/``editMessageText`` text, after entity parsing."""
+"""Bot API limit for ``sendMessage`` text."""
 
 DEFAULT_TOKEN = "123456789:AAFakeTokenForTestsOnly_0123456789abc"
 
@@ -105,56 +103,7 @@ DEFAULT_TOKEN = "123456789:AAFakeTokenForTestsOnly_0123456789abc"
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
 # Form parameters that are always strings even when they look like JSON ("123", "true").
-_STRING_PARAMS = frozenset(
-    {
-        "text",
-        "caption",
-        "parse_mode",
-        "url",
-        "secret_token",
-        "callback_query_id",
-        "inline_message_id",
-        "action",
-        "language_code",
-        "ip_address",
-        "description",
-        "short_description",
-        "title",
-        "name",
-        "query",
-        "business_connection_id",
-        "message_effect_id",
-        "file_id",
-        "emoji",
-        "custom_emoji_id",
-        "first_name",
-        "last_name",
-        "phone_number",
-        "address",
-        "question",
-        "explanation",
-        "payload",
-        "switch_pm_text",
-        "switch_pm_parameter",
-        "next_offset",
-    }
-)
-
-_CHAT_ACTIONS = frozenset(
-    {
-        "typing",
-        "upload_photo",
-        "record_video",
-        "upload_video",
-        "record_voice",
-        "upload_voice",
-        "upload_document",
-        "choose_sticker",
-        "find_location",
-        "record_video_note",
-        "upload_video_note",
-    }
-)
+_STRING_PARAMS = frozenset({"text", "parse_mode", "url", "secret_token"})
 
 _REASONS = {
     400: "Bad Request",
@@ -207,29 +156,20 @@ class ApiCall:
 
 @dataclass
 class Fault:
-    """A scripted answer for the next call of a method, used before the real handler.
+    """A scripted error for the next call of a method, answered instead of the method."""
 
-    ``error_code=None`` means "answer normally" (useful with ``delay`` alone).
-    """
-
-    error_code: int | None
+    error_code: int
     description: str | None = None
     parameters: JSON | None = None
-    delay: float = 0.0
 
 
 @dataclass
 class WebhookConfig:
-    """What ``setWebhook`` recorded, plus delivery health as ``getWebhookInfo`` shows it."""
+    """What ``setWebhook`` recorded."""
 
     url: str
     secret_token: str | None = None
     allowed_updates: list[str] | None = None
-    max_connections: int = 40
-    ip_address: str | None = None
-    has_custom_certificate: bool = False
-    last_error_date: int | None = None
-    last_error_message: str | None = None
 
 
 @dataclass
@@ -241,14 +181,6 @@ class WebhookDelivery:
     status: int | None
     error: str | None
     secret_token: str | None
-
-
-@dataclass
-class _StoredFile:
-    file_id: str
-    file_unique_id: str
-    file_path: str
-    content: bytes
 
 
 # --------------------------------------------------------------------------------------
@@ -321,405 +253,13 @@ def detect_entities(text: str) -> list[JSON]:
     ]
 
 
-# --------------------------------------------------------------------------------------
-# Formatting: parse_mode HTML / MarkdownV2 / Markdown, as strict as Telegram's server
-# --------------------------------------------------------------------------------------
-
-
-class _ParseError(Exception):
-    """A formatting error, sent as 400 "can't parse entities: <message>"."""
-
-
-class _Out:
-    """Accumulates the plain text and tracks its length in UTF-16 code units."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.u16 = 0
-
-    def add(self, chunk: str) -> None:
-        self.parts.append(chunk)
-        self.u16 += utf16_len(chunk)
-
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
-def _byte_offset(text: str, index: int) -> int:
-    return len(text[:index].encode("utf-8"))
-
-
-_HTML_TAGS = {
-    "b": "bold",
-    "strong": "bold",
-    "i": "italic",
-    "em": "italic",
-    "u": "underline",
-    "ins": "underline",
-    "s": "strikethrough",
-    "strike": "strikethrough",
-    "del": "strikethrough",
-    "tg-spoiler": "spoiler",
-    "span": "spoiler",
-    "a": "text_link",
-    "code": "code",
-    "pre": "pre",
-    "blockquote": "blockquote",
-    "tg-emoji": "custom_emoji",
-}
-_HTML_CHAR_REF = re.compile(r"&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,8});")
-_HTML_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
-_HTML_NAME = re.compile(r"[a-zA-Z0-9-]*")
-_HTML_END_TAG = re.compile(r"</([a-zA-Z0-9-]*)\s*>")
-
-
-def _decode_char_ref(ref: str) -> str | None:
-    if ref.startswith(("#x", "#X")):
-        code = int(ref[2:], 16)
-    elif ref.startswith("#"):
-        code = int(ref[1:])
-    else:
-        return _HTML_NAMED.get(ref.lower())
-    if code == 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-        return None
-    return chr(code)
-
-
-def _decode_html_text(raw: str) -> str:
-    return _HTML_CHAR_REF.sub(lambda m: _decode_char_ref(m.group(1)) or m.group(0), raw)
-
-
-def _parse_html(text: str) -> tuple[str, list[JSON]]:
-    """Telegram's HTML subset (tdlib ``parse_html``): only the documented tags, only
-    ``&lt; &gt; &amp; &quot;`` and numeric references; a raw ``<`` is an error."""
-    out = _Out()
-    entities: list[JSON] = []
-    stack: list[tuple[str, int, dict[str, str], int]] = []  # tag, u16 start, attrs, index
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == "&":
-            match = _HTML_CHAR_REF.match(text, i)
-            decoded = _decode_char_ref(match.group(1)) if match else None
-            if match and decoded is not None:
-                out.add(decoded)
-                i = match.end()
-            else:
-                out.add("&")
-                i += 1
-            continue
-        if char != "<":
-            out.add(char)
-            i += 1
-            continue
-        where = _byte_offset(text, i)
-        if text.startswith("</", i):
-            end = _HTML_END_TAG.match(text, i)
-            if end is None:
-                raise _ParseError(f"Unclosed end tag at byte offset {where}")
-            name = end.group(1).lower()
-            if not stack:
-                raise _ParseError(f"Unexpected end tag at byte offset {where}")
-            tag, start, open_attrs, _ = stack.pop()
-            if name and name != tag:
-                raise _ParseError(
-                    f'Unmatched end tag at byte offset {where}, expected "</{tag}>", '
-                    f'found "</{name}>"'
-                )
-            language = open_attrs.get("class", "")
-            if (
-                tag == "code"
-                and language.startswith("language-")
-                and stack
-                and (stack[-1][0] == "pre")
-            ):
-                stack[-1][2]["language"] = language.removeprefix("language-")
-            elif out.u16 > start:
-                entities.append(_html_entity(tag, start, out.u16 - start, open_attrs))
-            i = end.end()
-            continue
-        name_match = _HTML_NAME.match(text, i + 1)
-        assert name_match is not None
-        name = name_match.group(0).lower()
-        if name not in _HTML_TAGS:
-            raise _ParseError(f'Unsupported start tag "{name}" at byte offset {where}')
-        j = name_match.end()
-        attrs: dict[str, str] = {}
-        while True:
-            while j < n and text[j].isspace():
-                j += 1
-            if j >= n:
-                raise _ParseError(f"Unclosed start tag at byte offset {where}")
-            if text[j] == ">":
-                j += 1
-                break
-            attr_match = _HTML_NAME.match(text, j)
-            assert attr_match is not None
-            attr = attr_match.group(0).lower()
-            if not attr:
-                raise _ParseError(
-                    f'Empty attribute name in the tag "{name}" at byte offset {where}'
-                )
-            j = attr_match.end()
-            while j < n and text[j].isspace():
-                j += 1
-            if j < n and text[j] == "=":
-                j += 1
-                while j < n and text[j].isspace():
-                    j += 1
-                if j < n and text[j] in "\"'":
-                    close = text.find(text[j], j + 1)
-                    if close == -1:
-                        raise _ParseError(f"Unclosed start tag at byte offset {where}")
-                    value = text[j + 1 : close]
-                    j = close + 1
-                else:
-                    k = j
-                    while k < n and not text[k].isspace() and text[k] != ">":
-                        k += 1
-                    value, j = text[j:k], k
-                attrs[attr] = _decode_html_text(value)
-            else:
-                attrs[attr] = ""
-        if name == "span" and attrs.get("class") != "tg-spoiler":
-            raise _ParseError(f'Tag "span" must have class "tg-spoiler" at byte offset {where}')
-        stack.append((name, out.u16, attrs, i))
-        i = j
-    if stack:
-        raise _ParseError(f'Can\'t find end tag corresponding to start tag "{stack[-1][0]}"')
-    return out.text(), entities
-
-
-def _html_entity(tag: str, offset: int, length: int, attrs: Mapping[str, str]) -> JSON:
-    kind = _HTML_TAGS[tag]
-    entity: JSON = {"type": kind, "offset": offset, "length": length}
-    if kind == "text_link":
-        href = attrs.get("href", "")
-        if href.startswith("tg://user?id="):
-            entity["type"] = "text_mention"
-            entity["user"] = {"id": int(href.split("=", 1)[1]), "is_bot": False, "first_name": ""}
-        else:
-            entity["url"] = href
-    elif kind == "pre" and attrs.get("language"):
-        entity["language"] = attrs["language"]
-    elif kind == "blockquote" and "expandable" in attrs:
-        entity["type"] = "expandable_blockquote"
-    elif kind == "custom_emoji":
-        entity["custom_emoji_id"] = attrs.get("emoji-id", "")
-    return entity
-
-
-_MDV2_RESERVED = frozenset("_*[]()~`>#+-=|{}.!")
-_MDV2_NAMES = {
-    "bold": "Bold",
-    "italic": "Italic",
-    "underline": "Underline",
-    "strikethrough": "Strikethrough",
-    "spoiler": "Spoiler",
-    "code": "Code",
-    "pre": "Pre",
-    "text_link": "TextUrl",
-    "custom_emoji": "CustomEmoji",
-}
-
-
-def _parse_markdown_v2(text: str) -> tuple[str, list[JSON]]:
-    """MarkdownV2 as tdlib parses it: every one of ``_*[]()~`>#+-=|{}.!`` outside an
-    entity must be escaped with a backslash, or the whole message is rejected."""
-    out = _Out()
-    entities: list[JSON] = []
-    stack: list[tuple[str, int, int, JSON]] = []  # kind, u16 start, byte offset, extra
-    i, n = 0, len(text)
-
-    def close(extra: JSON | None = None) -> None:
-        kind, start, _, data = stack.pop()
-        if out.u16 > start:
-            entities.append(
-                {"type": kind, "offset": start, "length": out.u16 - start, **data, **(extra or {})}
-            )
-
-    def read_url(at: int) -> tuple[str, int]:
-        """URL inside ``(...)`` starting at ``at`` (the '('); returns (url, index after)."""
-        k, chars = at + 1, []
-        while k < n and text[k] != ")":
-            if text[k] == "\\" and k + 1 < n:
-                k += 1
-            chars.append(text[k])
-            k += 1
-        if k >= n:
-            raise _ParseError(f"Can't find end of a URL at byte offset {_byte_offset(text, at)}")
-        return "".join(chars), k + 1
-
-    while i < n:
-        char = text[i]
-        if char == "\\" and i + 1 < n and 0 < ord(text[i + 1]) <= 126:
-            out.add(text[i + 1])
-            i += 2
-            continue
-        top = stack[-1][0] if stack else None
-        if top in ("code", "pre"):
-            if top == "pre" and text.startswith("```", i):
-                close()
-                i += 3
-            elif top == "code" and char == "`":
-                close()
-                i += 1
-            else:
-                out.add(char)
-                i += 1
-            continue
-        if char not in _MDV2_RESERVED:
-            out.add(char)
-            i += 1
-            continue
-        # Closing the innermost entity?
-        if top == "underline" and text.startswith("__", i):
-            close()
-            i += 2
-            continue
-        if (top == "italic" and char == "_") or (top == "bold" and char == "*"):
-            close()
-            i += 1
-            continue
-        if top == "strikethrough" and char == "~":
-            close()
-            i += 1
-            continue
-        if top == "spoiler" and text.startswith("||", i):
-            close()
-            i += 2
-            continue
-        if top in ("text_link", "custom_emoji") and char == "]":
-            if i + 1 < n and text[i + 1] == "(":
-                url, i = read_url(i + 1)
-                if top == "custom_emoji":
-                    close({"custom_emoji_id": url.rsplit("id=", 1)[-1]})
-                else:
-                    close({"url": url})
-            else:
-                stack.pop()  # "[text]" without a URL: plain text, no entity
-                i += 1
-            continue
-        where = _byte_offset(text, i)
-        if text.startswith("__", i):
-            stack.append(("underline", out.u16, where, {}))
-            i += 2
-        elif char in "_*~":
-            kind = {"_": "italic", "*": "bold", "~": "strikethrough"}[char]
-            stack.append((kind, out.u16, where, {}))
-            i += 1
-        elif text.startswith("||", i):
-            stack.append(("spoiler", out.u16, where, {}))
-            i += 2
-        elif char == "[":
-            stack.append(("text_link", out.u16, where, {}))
-            i += 1
-        elif text.startswith("![", i):
-            stack.append(("custom_emoji", out.u16, where, {}))
-            i += 2
-        elif text.startswith("```", i):
-            newline = text.find("\n", i + 3)
-            language = text[i + 3 : newline] if newline != -1 else ""
-            data: JSON = {"language": language} if language and " " not in language else {}
-            stack.append(("pre", out.u16, where, data))
-            i = newline + 1 if data else i + 3
-        elif char == "`":
-            stack.append(("code", out.u16, where, {}))
-            i += 1
-        elif char == ">" and (i == 0 or text[i - 1] == "\n"):
-            i += 1  # block quote marker; formatting only, no text
-        else:
-            raise _ParseError(
-                f"Character '{char}' is reserved and must be escaped with the preceding '\\'"
-            )
-    if stack:
-        kind, _, where, _ = stack[-1]
-        raise _ParseError(f"Can't find end of {_MDV2_NAMES[kind]} entity at byte offset {where}")
-    return out.text(), entities
-
-
-def _parse_markdown_legacy(text: str) -> tuple[str, list[JSON]]:
-    """Legacy ``Markdown``: ``*bold* _italic_ `code` ```pre``` [text](url)``, no nesting."""
-    out = _Out()
-    entities: list[JSON] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == "\\" and i + 1 < n and text[i + 1] in "_*`[":
-            out.add(text[i + 1])
-            i += 2
-            continue
-        if char not in "_*`[":
-            out.add(char)
-            i += 1
-            continue
-        where = _byte_offset(text, i)
-        missing = f"Can't find end of the entity starting at byte offset {where}"
-        start = out.u16
-        if text.startswith("```", i):
-            end = text.find("```", i + 3)
-            if end == -1:
-                raise _ParseError(missing)
-            out.add(text[i + 3 : end])
-            entities.append({"type": "pre", "offset": start, "length": out.u16 - start})
-            i = end + 3
-            continue
-        end_char = "]" if char == "[" else char
-        end = text.find(end_char, i + 1)
-        if end == -1:
-            raise _ParseError(missing)
-        out.add(text[i + 1 : end])
-        kind = {"*": "bold", "_": "italic", "`": "code", "[": "text_link"}[char]
-        entity: JSON = {"type": kind, "offset": start, "length": out.u16 - start}
-        i = end + 1
-        if kind == "text_link":
-            if i < n and text[i] == "(":
-                close = text.find(")", i)
-                if close == -1:
-                    raise _ParseError(missing)
-                entity["url"] = text[i + 1 : close]
-                i = close + 1
-            else:
-                continue
-        if entity["length"]:
-            entities.append(entity)
-    return out.text(), entities
-
-
-def format_text(text: str, parse_mode: str | None) -> tuple[str, list[JSON]]:
-    """Plain text and entities for ``text`` sent with ``parse_mode``, like the server
-    computes them; raises :class:`TelegramApiError` 400 for malformed markup."""
-    mode = (parse_mode or "").lower()
-    try:
-        if mode == "html":
-            plain, entities = _parse_html(text)
-        elif mode == "markdownv2":
-            plain, entities = _parse_markdown_v2(text)
-        elif mode == "markdown":
-            plain, entities = _parse_markdown_legacy(text)
-        elif mode:
-            raise _bad_request(f"unsupported parse_mode {parse_mode!r}")
-        else:
-            plain, entities = text, []
-    except _ParseError as exc:
-        raise _bad_request(f"can't parse entities: {exc}") from None
-    return plain, entities
-
-
-def _merge_auto_entities(plain: str, entities: list[JSON]) -> list[JSON]:
-    """Add auto-detected urls/mentions/... that don't clash with code or links."""
-    blocked = [
-        (e["offset"], e["offset"] + e["length"])
-        for e in entities
-        if e["type"] in {"code", "pre", "text_link", "text_mention", "url"}
-    ]
-    merged = list(entities)
-    for auto in detect_entities(plain):
-        start, end = auto["offset"], auto["offset"] + auto["length"]
-        if all(end <= s or start >= e for s, e in blocked):
-            merged.append(auto)
-    merged.sort(key=lambda e: (e["offset"], -e["length"]))
-    return merged
+def _put_text(msg: JSON, text: str, entities: list[JSON] | None = None, key: str = "text") -> None:
+    """Set a message's ``text`` (or ``caption``) and its entities: ``entities`` as given,
+    or what Telegram would detect when None; an empty list is left out, as Telegram does."""
+    msg[key] = text
+    found = detect_entities(text) if entities is None else entities
+    if found:
+        msg["entities" if key == "text" else f"{key}_entities"] = found
 
 
 def _coerce_param(name: str, value: str) -> Any:
@@ -774,33 +314,25 @@ class FakeTelegram:
         # What the bot did.
         self.calls: list[ApiCall] = []
         self.sent_messages: list[JSON] = []
-        self.edited_messages: list[JSON] = []
-        self.chat_actions: list[JSON] = []
-        self.callback_answers: list[JSON] = []
         self.webhook_deliveries: list[WebhookDelivery] = []
 
         # Server-side state.
         self.webhook: WebhookConfig | None = None
         self.allowed_updates: list[str] | None = None
-        self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.chats: dict[int, JSON] = {}
         #: Basic groups upgraded to supergroups: old id → new id (sends to the old fail).
         self.migrated: dict[int, int] = {}
         self.users: dict[int, JSON] = {}
         self.members: dict[int, dict[int, JSON]] = {}
         self.messages: dict[tuple[int, int], JSON] = {}
-        self.files: dict[str, _StoredFile] = {}
         self._pending: list[JSON] = []
         self._next_update_id = 100_000_001
         self._next_message_id: dict[int, int] = {}
         self._user_ids = itertools.count(1_000_001)
         self._group_ids = itertools.count(4_000_001)
         self._supergroup_ids = itertools.count(1_000_000_001)
-        self._callback_ids = itertools.count(5_000_000_001)
         self._file_ids = itertools.count(1)
-        self._open_callbacks: set[str] = set()
         self._faults: dict[str, deque[Fault]] = {}
-        self._handlers: dict[str, MethodHandler] = {}
         self._poll_generation = 0
 
         # Wake-ups: one event per "something changed"; waiters keep the old one.
@@ -829,9 +361,8 @@ class FakeTelegram:
 
     async def start(self) -> None:
         """Bind a free port on ``host`` and start serving and delivering webhooks."""
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle_api)
-        app.router.add_get("/file/bot{token}/{path:.+}", self._handle_file)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         sock = socket.create_server((self.host, 0))
@@ -862,11 +393,6 @@ class FakeTelegram:
         return f"http://{self.host}:{self.port}/bot"
 
     @property
-    def base_file_url(self) -> str:
-        """For ``ApplicationBuilder.base_file_url``: file downloads (``getFile``)."""
-        return f"http://{self.host}:{self.port}/file/bot"
-
-    @property
     def bot_user(self) -> JSON:
         """The bot as a ``User`` (the ``from`` of its messages)."""
         return {
@@ -882,7 +408,7 @@ class FakeTelegram:
         """Queue an update (numbering it unless it has an ``update_id``); returns it.
 
         Also teaches the server what the update implies: its chats, users, messages
-        (so replies to them resolve), memberships and open callback queries.
+        (so replies to them resolve) and memberships.
         """
         stored = copy.deepcopy(dict(update))
         if "update_id" in stored:
@@ -905,7 +431,7 @@ class FakeTelegram:
         """Update ids queued and not yet confirmed (getUpdates offset) or delivered."""
         return [int(u["update_id"]) for u in self._pending]
 
-    # ---- scripting: faults and extra methods -----------------------------------------
+    # ---- scripting: faults ----------------------------------------------------------
 
     def fail_next(
         self,
@@ -915,18 +441,12 @@ class FakeTelegram:
         times: int = 1,
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
-        delay: float = 0.0,
     ) -> None:
         """Make the next ``times`` calls of ``method`` ("*" = any method) fail."""
         reason = _REASONS.get(error_code, "Error")
         for _ in range(times):
             self._faults.setdefault(method.lower(), deque()).append(
-                Fault(
-                    error_code,
-                    description or reason,
-                    dict(parameters) if parameters else None,
-                    delay,
-                )
+                Fault(error_code, description or reason, dict(parameters) if parameters else None)
             )
 
     def rate_limit_next(self, method: str, retry_after: int = 1, *, times: int = 1) -> None:
@@ -939,18 +459,6 @@ class FakeTelegram:
             description=f"Too Many Requests: retry after {retry_after}",
             parameters={"retry_after": retry_after},
         )
-
-    def delay_next(self, method: str, seconds: float, *, times: int = 1) -> None:
-        """Answer the next ``times`` calls normally but only after ``seconds``."""
-        for _ in range(times):
-            self._faults.setdefault(method.lower(), deque()).append(Fault(None, delay=seconds))
-
-    def clear_faults(self) -> None:
-        self._faults.clear()
-
-    def set_handler(self, method: str, handler: MethodHandler) -> None:
-        """Serve (or override) ``method`` with ``handler(params) -> result``."""
-        self._handlers[method.lower()] = handler
 
     # ---- scripting: waiting ----------------------------------------------------------
 
@@ -1092,11 +600,6 @@ class FakeTelegram:
         self._set_member(id, self.bot_user, bot_status)
         return chat
 
-    def set_member(self, chat: JSON, user: JSON, status: str = "member", **fields: Any) -> JSON:
-        """Script ``user``'s membership (``creator``, ``administrator``, ``member``,
-        ``restricted``, ``left``, ``kicked``); returns the ChatMember dict."""
-        return self._set_member(chat["id"], user, status, **fields)
-
     def member_status(self, chat: JSON, user: JSON) -> str | None:
         """The membership status the server holds, or None if it never heard of it."""
         member = self.members.get(chat["id"], {}).get(user["id"])
@@ -1120,10 +623,7 @@ class FakeTelegram:
         detect (mentions like ``@alfred``, ``/commands``, urls, hashtags), with UTF-16
         offsets; pass ``entities=[]`` for none."""
         msg = self._message_base(chat, from_user, message_id, date)
-        msg["text"] = text
-        ents = detect_entities(text) if entities is None else entities
-        if ents:
-            msg["entities"] = ents
+        _put_text(msg, text, entities)
         self._add_reply(msg, reply_to)
         if message_thread_id is not None:
             msg["message_thread_id"] = message_thread_id
@@ -1140,11 +640,8 @@ class FakeTelegram:
     ) -> JSON:
         """An ``edited_message`` update: same message id and chat, new text."""
         msg = copy.deepcopy(self._message_of(original))
-        msg["text"] = new_text
-        ents = detect_entities(new_text) if entities is None else entities
         msg.pop("entities", None)
-        if ents:
-            msg["entities"] = ents
+        _put_text(msg, new_text, entities)
         now = max(int(time.time()), int(msg["date"]))
         msg["edit_date"] = edit_date if edit_date is not None else now
         return {"edited_message": msg}
@@ -1161,10 +658,7 @@ class FakeTelegram:
         """A ``channel_post`` update: ``sender_chat`` is the channel, there is no ``from``."""
         msg = self._message_base(channel, None, message_id, None)
         msg["sender_chat"] = channel
-        msg["text"] = text
-        ents = detect_entities(text) if entities is None else entities
-        if ents:
-            msg["entities"] = ents
+        _put_text(msg, text, entities)
         if author_signature:
             msg["author_signature"] = author_signature
         return {"channel_post": msg}
@@ -1176,31 +670,26 @@ class FakeTelegram:
         caption: str | None = None,
         *,
         caption_entities: list[JSON] | None = None,
-        content: bytes = b"\xff\xd8\xff\xe0fake-jpeg",
         message_id: int | None = None,
         reply_to: JSON | int | None = None,
     ) -> JSON:
-        """A photo (three sizes, as Telegram sends) with an optional caption; the
-        largest size is downloadable through ``getFile``."""
+        """A photo (three sizes, as Telegram sends) with an optional caption."""
         msg = self._message_base(chat, from_user, message_id, None)
         sizes = []
         for width, height in ((90, 67), (320, 240), (1280, 960)):
-            stored = self._add_file("photos", "jpg", content)
+            file_id, unique_id = self._file_ids_for("photos")
             sizes.append(
                 {
-                    "file_id": stored.file_id,
-                    "file_unique_id": stored.file_unique_id,
-                    "file_size": len(content),
+                    "file_id": file_id,
+                    "file_unique_id": unique_id,
+                    "file_size": width * height // 10,
                     "width": width,
                     "height": height,
                 }
             )
         msg["photo"] = sizes
         if caption is not None:
-            msg["caption"] = caption
-            ents = detect_entities(caption) if caption_entities is None else caption_entities
-            if ents:
-                msg["caption_entities"] = ents
+            _put_text(msg, caption, caption_entities, key="caption")
         self._add_reply(msg, reply_to)
         return {"message": msg}
 
@@ -1215,10 +704,10 @@ class FakeTelegram:
     ) -> JSON:
         """A regular static sticker."""
         msg = self._message_base(chat, from_user, message_id, None)
-        stored = self._add_file("stickers", "webp", b"RIFF\x00\x00\x00\x00WEBPfake")
+        file_id, unique_id = self._file_ids_for("stickers")
         msg["sticker"] = {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
+            "file_id": file_id,
+            "file_unique_id": unique_id,
             "type": "regular",
             "width": 512,
             "height": 512,
@@ -1226,7 +715,7 @@ class FakeTelegram:
             "is_video": False,
             "emoji": emoji,
             "set_name": set_name,
-            "file_size": len(stored.content),
+            "file_size": 14,
         }
         return {"message": msg}
 
@@ -1236,19 +725,18 @@ class FakeTelegram:
         from_user: JSON,
         *,
         duration: int = 3,
-        content: bytes = b"OggS\x00fake-opus-voice",
         caption: str | None = None,
         message_id: int | None = None,
     ) -> JSON:
-        """A voice note (OGG/Opus), downloadable through ``getFile``."""
+        """A voice note (OGG/Opus)."""
         msg = self._message_base(chat, from_user, message_id, None)
-        stored = self._add_file("voice", "oga", content)
+        file_id, unique_id = self._file_ids_for("voice")
         msg["voice"] = {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
+            "file_id": file_id,
+            "file_unique_id": unique_id,
             "duration": duration,
             "mime_type": "audio/ogg",
-            "file_size": len(content),
+            "file_size": 2000 * duration,
         }
         if caption is not None:
             msg["caption"] = caption
@@ -1268,10 +756,7 @@ class FakeTelegram:
         """A forwarded text message (Bot API 7 ``forward_origin``). ``origin`` is a user
         dict, a chat dict (group/channel) or a name string (user hiding their account)."""
         msg = self._message_base(chat, from_user, message_id, None)
-        msg["text"] = text
-        ents = detect_entities(text)
-        if ents:
-            msg["entities"] = ents
+        _put_text(msg, text)
         date = origin_date if origin_date is not None else msg["date"] - 3600
         forward: JSON
         if isinstance(origin, str):
@@ -1356,19 +841,6 @@ class FakeTelegram:
         change = self._chat_member_updated(chat, from_user, user, old_status, new_status)
         return {"chat_member": change}
 
-    def callback_query(self, message: JSON, from_user: JSON, data: str) -> JSON:
-        """An inline-button press on ``message`` (update or message dict)."""
-        msg = self._message_of(message)
-        return {
-            "callback_query": {
-                "id": str(next(self._callback_ids)),
-                "from": from_user,
-                "message": msg,
-                "chat_instance": str(abs(int(msg["chat"]["id"])) * 7 + 13),
-                "data": data,
-            }
-        }
-
     # ---- internals: state ------------------------------------------------------------
 
     def _notify(self) -> None:
@@ -1442,16 +914,10 @@ class FakeTelegram:
         target.pop("reply_to_message", None)  # Telegram nests one level only
         msg["reply_to_message"] = target
 
-    def _add_file(self, folder: str, ext: str, content: bytes) -> _StoredFile:
+    def _file_ids_for(self, folder: str) -> tuple[str, str]:
+        """A ``file_id`` and ``file_unique_id`` of the shape Telegram uses (no content)."""
         n = next(self._file_ids)
-        stored = _StoredFile(
-            file_id=f"AgAC{folder[:2].upper()}fake{n:06d}",
-            file_unique_id=f"AQAD{n:06d}",
-            file_path=f"{folder}/file_{n}.{ext}",
-            content=content,
-        )
-        self.files[stored.file_id] = stored
-        return stored
+        return f"AgAC{folder[:2].upper()}fake{n:06d}", f"AQAD{n:06d}"
 
     def _chat_member_updated(
         self, chat: JSON, from_user: JSON, user: JSON, old_status: str, new_status: str
@@ -1478,11 +944,6 @@ class FakeTelegram:
                 new = change["new_chat_member"]
                 self.users.setdefault(new["user"]["id"], new["user"])
                 self.members.setdefault(chat_id, {})[new["user"]["id"]] = new
-        query = update.get("callback_query")
-        if isinstance(query, dict):
-            self._open_callbacks.add(str(query["id"]))
-            if isinstance(query.get("message"), dict):
-                self._absorb_message(query["message"])
 
     def _absorb_message(self, msg: JSON) -> None:
         chat = msg["chat"]
@@ -1509,26 +970,11 @@ class FakeTelegram:
     # ---- internals: HTTP -------------------------------------------------------------
 
     async def _read_params(self, request: web.Request) -> JSON:
+        """The parameters of a call: the query string and the form PTB posts."""
         params: JSON = {k: _coerce_param(k, v) for k, v in request.query.items()}
-        if not request.body_exists:
-            return params
-        ctype = request.content_type
-        if ctype == "application/json":
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise _bad_request("request body must be a JSON object")
-            params.update(body)
-        elif ctype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        if request.body_exists and request.content_type == "application/x-www-form-urlencoded":
             form = await request.post()
-            for key, value in form.items():
-                if isinstance(value, web.FileField):
-                    params[key] = {
-                        "filename": value.filename,
-                        "content_type": value.content_type,
-                        "data": value.file.read(),
-                    }
-                else:
-                    params[key] = _coerce_param(key, str(value))
+            params.update({key: _coerce_param(key, str(value)) for key, value in form.items()})
         return params
 
     async def _handle_api(self, request: web.Request) -> web.Response:
@@ -1541,20 +987,14 @@ class FakeTelegram:
         )
         self.calls.append(call)
         try:
-            try:
-                call.params = await self._read_params(request)
-            except ValueError as exc:  # malformed JSON body
-                raise _bad_request(f"can't parse JSON object: {exc}") from None
+            call.params = await self._read_params(request)
             if request.match_info["token"] != self.token:
                 raise TelegramApiError(401, "Unauthorized")
             fault = self._take_fault(method)
             if fault is not None:
-                if fault.delay:
-                    await asyncio.sleep(fault.delay)
-                if fault.error_code is not None:
-                    raise TelegramApiError(
-                        fault.error_code, fault.description or "Error", fault.parameters
-                    )
+                raise TelegramApiError(
+                    fault.error_code, fault.description or "Error", fault.parameters
+                )
             result = await self._dispatch(method, call.params)
         except TelegramApiError as err:
             call.status = err.error_code
@@ -1571,40 +1011,16 @@ class FakeTelegram:
         return None
 
     async def _dispatch(self, method: str, params: JSON) -> Any:
-        custom = self._handlers.get(method.lower())
-        if custom is not None:
-            result = custom(params)
-            if isinstance(result, Awaitable):
-                result = await result
-            return result
         builtin = getattr(self, f"_api_{method.lower()}", None)
         if builtin is None:
             raise TelegramApiError(404, "Not Found: method not found")
         return await builtin(params)
-
-    async def _handle_file(self, request: web.Request) -> web.Response:
-        if request.match_info["token"] != self.token:
-            return web.json_response(
-                {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
-            )
-        path = request.match_info["path"]
-        for stored in self.files.values():
-            if stored.file_path == path:
-                return web.Response(body=stored.content, content_type="application/octet-stream")
-        return web.json_response(
-            {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
-        )
 
     # ---- internals: chat resolution and permission checks ----------------------------
 
     def _resolve_chat(self, chat_id: Any) -> JSON:
         if chat_id is None or chat_id == "":
             raise _bad_request("chat_id is empty")
-        if isinstance(chat_id, str) and chat_id.startswith("@"):
-            for chat in self.chats.values():
-                if str(chat.get("username", "")).lower() == chat_id[1:].lower():
-                    return chat
-            raise _bad_request("chat not found")
         try:
             key = int(chat_id)
         except (TypeError, ValueError):
@@ -1662,23 +1078,17 @@ class FakeTelegram:
         target.pop("reply_to_message", None)
         return target
 
-    def _formatted(self, params: JSON) -> tuple[str, list[JSON]]:
+    def _plain_text(self, params: JSON) -> str:
+        """The text of a message Alfred sends: plain (no ``parse_mode``, no explicit
+        ``entities``), not blank, at most :data:`MAX_TEXT_LENGTH` characters."""
+        if params.get("parse_mode") or params.get("entities"):
+            raise _bad_request("this fake takes plain text only (Alfred sends no formatting)")
         text = params.get("text")
-        if text is None or (isinstance(text, str) and not text.strip()):
+        if text is None or not str(text).strip():
             raise _bad_request("message text is empty")
-        text = str(text)
-        explicit = params.get("entities")
-        if isinstance(explicit, str):
-            explicit = json.loads(explicit)
-        if explicit:
-            plain, entities = text, list(explicit)
-        else:
-            plain, entities = format_text(text, params.get("parse_mode"))
-        if not plain.strip():
-            raise _bad_request("message text is empty")
-        if len(plain) > MAX_TEXT_LENGTH:
+        if len(str(text)) > MAX_TEXT_LENGTH:
             raise _bad_request("message is too long")
-        return plain, _merge_auto_entities(plain, entities)
+        return str(text)
 
     # ---- API methods -----------------------------------------------------------------
 
@@ -1750,8 +1160,6 @@ class FakeTelegram:
 
     async def _api_deletewebhook(self, params: JSON) -> bool:
         self.webhook = None
-        if params.get("drop_pending_updates"):
-            self._pending.clear()
         self._notify()
         return True
 
@@ -1771,41 +1179,14 @@ class FakeTelegram:
             url=str(url),
             secret_token=str(secret) if secret is not None else None,
             allowed_updates=list(allowed) if allowed else None,
-            max_connections=int(params.get("max_connections") or 40),
-            ip_address=params.get("ip_address"),
-            has_custom_certificate=params.get("certificate") is not None,
         )
-        if params.get("drop_pending_updates"):
-            self._pending.clear()
         self._notify()
         return True
-
-    async def _api_getwebhookinfo(self, params: JSON) -> JSON:
-        info: JSON = {
-            "url": "",
-            "has_custom_certificate": False,
-            "pending_update_count": len(self._pending),
-        }
-        wh = self.webhook
-        if wh is not None:
-            info.update(
-                url=wh.url,
-                has_custom_certificate=wh.has_custom_certificate,
-                max_connections=wh.max_connections,
-            )
-            if wh.ip_address:
-                info["ip_address"] = wh.ip_address
-            if wh.allowed_updates:
-                info["allowed_updates"] = wh.allowed_updates
-            if wh.last_error_date is not None:
-                info["last_error_date"] = wh.last_error_date
-                info["last_error_message"] = wh.last_error_message
-        return info
 
     async def _api_sendmessage(self, params: JSON) -> JSON:
         chat = self._resolve_chat(params.get("chat_id"))
         self._check_can_send(chat)
-        plain, entities = self._formatted(params)
+        text = self._plain_text(params)
         reply_to = self._resolve_reply(chat, params)
         chat_id = int(chat["id"])
         msg: JSON = {
@@ -1821,217 +1202,35 @@ class FakeTelegram:
             msg["message_thread_id"] = int(params["message_thread_id"])
         if reply_to is not None:
             msg["reply_to_message"] = reply_to
-        msg["text"] = plain
-        if entities:
-            msg["entities"] = entities
-        markup = params.get("reply_markup")
-        if isinstance(markup, dict) and "inline_keyboard" in markup:
-            msg["reply_markup"] = markup
+        _put_text(msg, text)
         self.messages[(chat_id, msg["message_id"])] = copy.deepcopy(msg)
         reply_params = params.get("reply_parameters")
         self.sent_messages.append(
             {
                 "chat_id": chat_id,
                 "message_id": msg["message_id"],
-                "text": params.get("text"),
-                "parse_mode": params.get("parse_mode"),
+                "text": text,
                 "reply_to_message_id": (
                     reply_params.get("message_id")
                     if isinstance(reply_params, dict)
                     else params.get("reply_to_message_id")
                 ),
                 "reply_parameters": reply_params,
-                "reply_markup": markup,
                 "message_thread_id": params.get("message_thread_id"),
-                "disable_notification": params.get("disable_notification"),
                 "message": copy.deepcopy(msg),
                 "params": dict(params),
             }
         )
         return msg
 
-    async def _api_editmessagetext(self, params: JSON) -> JSON | bool:
-        plain, entities = self._formatted(params)
-        if params.get("inline_message_id"):
-            self.edited_messages.append(
-                {
-                    "inline_message_id": params["inline_message_id"],
-                    "text": params["text"],
-                    "parse_mode": params.get("parse_mode"),
-                    "params": dict(params),
-                }
-            )
-            return True
-        chat = self._resolve_chat(params.get("chat_id"))
-        if params.get("message_id") is None:
-            raise _bad_request("message identifier is not specified")
-        key = (int(chat["id"]), int(params["message_id"]))
-        current = self.messages.get(key)
-        if current is None:
-            raise _bad_request("message to edit not found")
-        sender = current.get("from", {})
-        if sender.get("id") != self.bot_id and current.get("sender_chat") is None:
-            raise _bad_request("message can't be edited")
-        markup = params.get("reply_markup")
-        if (
-            current.get("text") == plain
-            and current.get("entities", []) == entities
-            and current.get("reply_markup") == (markup if isinstance(markup, dict) else None)
-        ):
-            raise _bad_request(
-                "message is not modified: specified new message content and reply markup "
-                "are exactly the same as a current content and reply markup of the message"
-            )
-        edited = copy.deepcopy(current)
-        edited["text"] = plain
-        edited.pop("entities", None)
-        if entities:
-            edited["entities"] = entities
-        if isinstance(markup, dict) and "inline_keyboard" in markup:
-            edited["reply_markup"] = markup
-        else:
-            edited.pop("reply_markup", None)
-        edited["edit_date"] = int(time.time())
-        self.messages[key] = copy.deepcopy(edited)
-        self.edited_messages.append(
-            {
-                "chat_id": key[0],
-                "message_id": key[1],
-                "text": params["text"],
-                "parse_mode": params.get("parse_mode"),
-                "reply_markup": markup,
-                "message": copy.deepcopy(edited),
-                "params": dict(params),
-            }
-        )
-        return edited
-
-    async def _api_sendchataction(self, params: JSON) -> bool:
-        chat = self._resolve_chat(params.get("chat_id"))
-        action = params.get("action")
-        if action not in _CHAT_ACTIONS:
-            raise _bad_request("wrong parameter action in request")
-        self._check_can_send(chat)
-        self.chat_actions.append(
-            {
-                "chat_id": int(chat["id"]),
-                "action": action,
-                "message_thread_id": params.get("message_thread_id"),
-            }
-        )
-        return True
-
-    async def _api_getchat(self, params: JSON) -> JSON:
-        chat = self._resolve_chat(params.get("chat_id"))
-        return {
-            **copy.deepcopy(chat),
-            "accent_color_id": 0,
-            "max_reaction_count": 11,
-            "accepted_gift_types": {
-                "unlimited_gifts": False,
-                "limited_gifts": False,
-                "unique_gifts": False,
-                "premium_subscription": False,
-                "gifts_from_channels": False,
-            },
-        }
-
-    async def _api_getchatmember(self, params: JSON) -> JSON:
-        chat = self._resolve_chat(params.get("chat_id"))
-        user_id = params.get("user_id")
-        if user_id is None:
-            raise _bad_request("user_id is empty")
-        user_id = int(user_id)
-        member = self.members.get(int(chat["id"]), {}).get(user_id)
-        if member is not None:
-            return copy.deepcopy(member)
-        user = self.users.get(user_id)
-        if user is None:
-            raise _bad_request("user not found")
-        if chat["type"] == "private":
-            raise _bad_request("user not found")
-        return _member_dict(user, "left")
-
-    async def _api_getchatadministrators(self, params: JSON) -> list[JSON]:
-        chat = self._resolve_chat(params.get("chat_id"))
-        if chat["type"] == "private":
-            raise _bad_request("there are no administrators in the private chat")
-        members = self.members.get(int(chat["id"]), {}).values()
-        return [copy.deepcopy(m) for m in members if m["status"] in ("creator", "administrator")]
-
-    async def _api_getchatmembercount(self, params: JSON) -> int:
-        chat = self._resolve_chat(params.get("chat_id"))
-        members = self.members.get(int(chat["id"]), {}).values()
-        return sum(m["status"] not in ("left", "kicked") for m in members)
-
-    @staticmethod
-    def _commands_key(params: JSON) -> tuple[str, str]:
-        scope = params.get("scope") or {"type": "default"}
-        return json.dumps(scope, sort_keys=True), str(params.get("language_code") or "")
-
-    async def _api_setmycommands(self, params: JSON) -> bool:
-        commands = params.get("commands")
-        if not isinstance(commands, list) or len(commands) > 100:
-            raise _bad_request("commands must be a list of at most 100 commands")
-        for command in commands:
-            if not re.fullmatch(r"[a-z0-9_]{1,32}", str(command.get("command", ""))):
-                raise _bad_request("BOT_COMMAND_INVALID")
-            if not 1 <= len(str(command.get("description", ""))) <= 256:
-                raise _bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
-        self.commands[self._commands_key(params)] = [
-            {"command": c["command"], "description": c["description"]} for c in commands
-        ]
-        return True
-
-    async def _api_getmycommands(self, params: JSON) -> list[JSON]:
-        return copy.deepcopy(self.commands.get(self._commands_key(params), []))
-
-    async def _api_deletemycommands(self, params: JSON) -> bool:
-        self.commands.pop(self._commands_key(params), None)
-        return True
-
-    async def _api_answercallbackquery(self, params: JSON) -> bool:
-        query_id = str(params.get("callback_query_id") or "")
-        if query_id not in self._open_callbacks:
-            raise _bad_request(
-                "query is too old and response timeout expired or query ID is invalid"
-            )
-        self._open_callbacks.discard(query_id)
-        self.callback_answers.append(
-            {
-                "callback_query_id": query_id,
-                "text": params.get("text"),
-                "show_alert": bool(params.get("show_alert", False)),
-                "url": params.get("url"),
-            }
-        )
-        return True
-
-    async def _api_getfile(self, params: JSON) -> JSON:
-        stored = self.files.get(str(params.get("file_id") or ""))
-        if stored is None:
-            raise _bad_request("invalid file_id")
-        return {
-            "file_id": stored.file_id,
-            "file_unique_id": stored.file_unique_id,
-            "file_size": len(stored.content),
-            "file_path": stored.file_path,
-        }
-
-    async def _api_close(self, params: JSON) -> bool:
-        return True
-
-    async def _api_logout(self, params: JSON) -> bool:
-        return True
-
     # ---- webhook delivery ------------------------------------------------------------
 
     async def _deliver_webhooks(self) -> None:
         """POST queued updates, oldest first, one at a time, to the webhook URL.
 
-        An update is removed only after a 2xx; failures are recorded (also in
-        ``getWebhookInfo.last_error_*``) and retried with a short capped backoff, so a
-        webhook server that starts *after* ``setWebhook`` (PTB's order) still gets them.
+        An update is removed only after a 2xx; failures are recorded and retried with a
+        short capped backoff, so a webhook server that starts *after* ``setWebhook`` (PTB's
+        order) still gets them.
         """
         backoff = 0.02
         while not self._closing:
@@ -2053,8 +1252,6 @@ class FakeTelegram:
                 self._pending = [u for u in self._pending if u is not update]
                 self._notify()
                 continue
-            hook.last_error_date = int(time.time())
-            hook.last_error_message = error
             self._notify()
             event = self._wake
             with contextlib.suppress(TimeoutError):
@@ -2149,7 +1346,6 @@ __all__ = [
     "WebhookDelivery",
     "detect_entities",
     "entity_for",
-    "format_text",
     "free_port",
     "utf16_len",
 ]

@@ -15,14 +15,14 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from runtime.settings import Settings
-from tests.helpers.fake_openai import (
+from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
     completion,
     json_task_handler,
     tool_call,
 )
+from runtime.settings import Settings
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 DEFAULT_TASKS = json_task_handler()

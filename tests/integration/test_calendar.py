@@ -32,6 +32,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
+from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from bot.replay import ScriptError, parse_script
 from integrations.calendar import (
     CREATE_EVENT,
@@ -69,7 +70,6 @@ from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from services.reply.assistant import Assistant
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
-from tests.helpers.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.replay import probe, probes, replay_lines, say
 

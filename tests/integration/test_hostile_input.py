@@ -27,8 +27,9 @@ from pydantic import SecretStr
 from telegram import Update
 
 from bot.replay import Replay, replay_world
-from bot.run import run_bot
-from bot.telegram_app import ANONYMOUS_REPLY, NON_TEXT_REPLY
+from bot.telegram.handlers.messages import NON_TEXT_REPLY
+from bot.telegram.run import run_bot
+from bot.telegram.sending import ANONYMOUS_REPLY
 from memory.errors import ConfigurationError, Unavailable
 from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
@@ -94,7 +95,7 @@ async def hostile(settings: Settings) -> AsyncIterator[Hostile]:
     async with replay_world(world, with_jobs=False) as replay:
         state = Hostile(replay)
         collector = _Collect(state.errors)
-        logger = logging.getLogger("bot.telegram_app")
+        logger = logging.getLogger("bot.telegram")
         logger.addHandler(collector)
         try:
             await replay.circle("fam", ["ann", "ben"])
@@ -454,9 +455,9 @@ async def test_webhook_keeps_an_unreadable_update_and_refuses_what_is_no_update(
     no update at all (no ``update_id``) is still refused."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from bot.offline_bot_api import OfflineBotAPI
-    from bot.telegram_app import build_application
-    from bot.webhook import SECRET_HEADER, make_web_app
+    from bot.telegram.app import build_application
+    from bot.telegram.offline_bot_api import OfflineBotAPI
+    from bot.telegram.webhook import SECRET_HEADER, make_web_app
 
     application = build_application("7000000001:hook", object(), request=OfflineBotAPI())  # type: ignore[arg-type]
     unreadable = tmp_path / "spool" / "unreadable.jsonl"

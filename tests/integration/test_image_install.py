@@ -115,7 +115,7 @@ def test_what_the_image_installs_runs_alfred(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("alfred_memory_bot-*.whl")
     site = tmp_path / "site"
     _run(*pip, "install", *quiet, "--target", str(site), str(wheel), cwd=tmp_path)
-    assert (site / "bot" / "scenarios" / "demo.jsonl").is_file()
+    assert (site / "bot" / "replay" / "scenarios" / "demo.jsonl").is_file()
 
     # `alfred demo` from the installed copy, in an empty directory, as the image runs it
     home = tmp_path / "home"
@@ -125,7 +125,7 @@ def test_what_the_image_installs_runs_alfred(tmp_path: Path) -> None:
         "import bot, memory, integrations, jobs, migrations; "
         "assert all(m.__file__.startswith(sys.path[0]) "
         "for m in (bot, memory, integrations, jobs, migrations)), 'not the installed copy'; "
-        "from bot.cli import main; sys.argv[0] = 'alfred'; main()"
+        "from bot.cli.main import main; sys.argv[0] = 'alfred'; main()"
     )
     env = {**os.environ, "ALFRED_DATA_DIR": str(tmp_path / "data"), "PYTHONSAFEPATH": "1"}
     out = _run(sys.executable, "-c", launcher, str(site), "demo", cwd=home, env=env)

@@ -29,6 +29,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from bot.bench.fake_openai import (
+    FakeOpenAI,
+    RecordedRequest,
+    completion,
+    json_task_handler,
+)
 from integrations.mongo.codec import fact_from_doc, message_to_doc
 from integrations.mongo.connection import MongoHandle
 from integrations.mongo.migrator import MigrationContext, migrate
@@ -45,12 +51,6 @@ from memory.models import Message, Partition, ReflectionScope, Role, Thread
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.conftest import make_settings
-from tests.helpers.fake_openai import (
-    FakeOpenAI,
-    RecordedRequest,
-    completion,
-    json_task_handler,
-)
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import message
 

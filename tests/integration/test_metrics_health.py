@@ -569,12 +569,12 @@ async def test_model_output_never_reaches_info_logs(json_log: io.StringIO) -> No
     the DEBUG record and in the corrective retry shown to the model."""
     from openai import AsyncOpenAI
 
+    from bot.bench.fake_openai import FakeOpenAI, completion
     from integrations.openai_llm import OpenAILLM, RetryPolicy
     from memory.llm import LLMOutputError
     from memory.models import Role, ThreadKind
     from memory.prompts.common import JournalLine, Person
     from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-    from tests.helpers.fake_openai import FakeOpenAI, completion
 
     secret = "Alice hides the spare key under the blue flowerpot"
     refusal = completion(None)

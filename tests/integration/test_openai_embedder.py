@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from openai import AsyncOpenAI
 
+from bot.bench.fake_openai import FakeOpenAI, bad_request, malformed_body, rate_limited
 from integrations.openai_embedder import OpenAIEmbedder
 from memory.errors import BadInput, RateLimited, Unavailable
-from tests.helpers.fake_openai import FakeOpenAI, bad_request, malformed_body, rate_limited
 
 
 def embedder_for(

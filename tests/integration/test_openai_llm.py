@@ -21,6 +21,19 @@ import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel, SecretStr
 
+from bot.bench.fake_openai import (
+    EMBEDDINGS,
+    FakeOpenAI,
+    RecordedRequest,
+    Reply,
+    bad_request,
+    completion,
+    malformed_body,
+    rate_limited,
+    server_error,
+    slow,
+    tool_call,
+)
 from integrations.openai_llm import OpenAILLM, RetryPolicy
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
@@ -42,19 +55,6 @@ from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext
 from memory.prompts.reply import REPLY, ReplyContext, ReplyRequest, build_messages
 from runtime.settings import Settings
-from tests.helpers.fake_openai import (
-    EMBEDDINGS,
-    FakeOpenAI,
-    RecordedRequest,
-    Reply,
-    bad_request,
-    completion,
-    malformed_body,
-    rate_limited,
-    server_error,
-    slow,
-    tool_call,
-)
 
 FAST, SLOW, CHAT = "fast-model-x", "slow-model-y", "chat-model-z"
 TINY = RetryPolicy(attempts=3, base_delay=0.005, max_delay=0.02, max_retry_after=1.0)

@@ -1,6 +1,6 @@
 """Alfred's real bot over the real Telegram protocol: polling, webhook, faults.
 
-Every test starts Alfred exactly as ``alfred run`` does (:func:`bot.run.run_bot`, as an
+Every test starts Alfred exactly as ``alfred run`` does (:func:`bot.telegram.run.run_bot`, as an
 asyncio task with a stop event), with ``TELEGRAM_API_BASE_URL`` pointing the real
 python-telegram-bot client at a local fake Bot API server
 (:mod:`tests.helpers.fake_telegram`). Each test has its own MongoDB database on the
@@ -33,21 +33,21 @@ from pydantic import SecretStr
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ServerSelectionTimeoutError
 
-from bot.run import run_bot
-from bot.telegram_app import NON_TEXT_REPLY
-from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle
-from memory.errors import ConfigurationError
-from runtime.settings import Settings
-from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
-from services.reply.commands import UNKNOWN_COMMAND
-from tests.helpers.fake_openai import (
+from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
     completion,
     json_task_handler,
     server_error,
 )
+from bot.telegram.handlers.messages import NON_TEXT_REPLY
+from bot.telegram.run import run_bot
+from integrations.mongo.connection import MongoHandle
+from integrations.redis_connection import RedisHandle
+from memory.errors import ConfigurationError
+from runtime.settings import Settings
+from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
+from services.reply.commands import UNKNOWN_COMMAND
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +140,7 @@ class HandlerErrors(logging.Handler):
 @pytest.fixture
 def handler_errors() -> Iterator[HandlerErrors]:
     collector = HandlerErrors()
-    logger = logging.getLogger("bot.telegram_app")
+    logger = logging.getLogger("bot.telegram")
     logger.addHandler(collector)
     try:
         yield collector

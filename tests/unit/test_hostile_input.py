@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from telegram import Update
 
 from bot.replay import LINE_KINDS, ScriptError, parse_script
-from bot.telegram_app import to_incoming
+from bot.telegram.updates import to_incoming
 from memory.errors import ConfigurationError
 from memory.models import Category, Role, ThreadKind
 from memory.prompts.common import JournalLine, Person

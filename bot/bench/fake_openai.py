@@ -1,9 +1,12 @@
-"""A local, scriptable OpenAI-compatible HTTP server for tests and benchmarks.
+"""A local, scriptable OpenAI-compatible HTTP server, for the tests and ``alfred bench``.
 
-Tests drive the real ``openai`` client (its HTTP stack, retries, parsing) against this
-server on 127.0.0.1, so what they check is what production sends and receives. The
-server speaks the wire format of ``POST /v1/chat/completions`` (non-streaming),
-``POST /v1/embeddings`` and ``GET /v1/models``, and records every request.
+Tests and benchmarks drive the real ``openai`` client (its HTTP stack, retries, parsing,
+usage accounting) against this server on 127.0.0.1, so what they check is what
+production sends and receives, and what benchmarks time is Alfred's own overhead, not a
+model's. The server speaks the wire format of ``POST /v1/chat/completions``
+(non-streaming), ``POST /v1/embeddings`` and ``GET /v1/models``, and records every
+request (``record=False`` for a long benchmark). ``latency_s`` delays every chat answer
+(each connection waits on its own, as concurrent calls to a real model do).
 
 It is written on plain :mod:`asyncio` streams (a small HTTP/1.1 subset: Content-Length
 or chunked request bodies, keep-alive) so it needs no web framework.
@@ -24,15 +27,15 @@ Helpers build the usual ones: :func:`completion`, :func:`tool_call`,
 By default chat answers come from :func:`json_task_handler` with :data:`DEFAULT_RULES`:
 zero latency, a small valid JSON object derived from the request (``{"facts": [...]}``
 for the extraction prompt, ``ADD`` decisions, no reflections, ...), so that a whole
-formation pipeline can run against the fake. Embeddings are deterministic unit vectors
-seeded from a hash of the text.
+formation pipeline can run against the fake; :func:`text_task_handler` answers from a
+``(system prompt, user text)`` function with usage estimated from the texts, as the
+benchmarks want. Embeddings are deterministic (see :mod:`bot.bench.fake_answers`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import inspect
 import itertools
 import json
@@ -44,9 +47,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
-from bot.bench.fake_llm_server import consolidated_answer, prompt_lines, prompt_people
+from bot.bench.fake_answers import SIMPLE_RULES, estimate_tokens, unit_vector
 
 CHAT = "chat/completions"
 EMBEDDINGS = "embeddings"
@@ -267,16 +268,11 @@ def _to_reply(answer: Any, endpoint: str) -> Reply:
 # Default handlers
 
 
-def unit_vector(text: str, dimensions: int) -> list[float]:
-    """A deterministic unit vector for ``text`` (the same text, the same vector)."""
-    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-    vector = np.random.default_rng(seed).standard_normal(dimensions)
-    vector /= np.linalg.norm(vector) or 1.0
-    return [float(x) for x in vector]
-
-
-def embeddings_handler(dimensions: int) -> Handler:
-    """``POST /v1/embeddings`` with hash-seeded unit vectors of ``dimensions``."""
+def embeddings_handler(
+    dimensions: int, vector: Callable[[str, int], list[float]] = unit_vector
+) -> Handler:
+    """``POST /v1/embeddings`` with ``vector(text, dimensions)`` (hash-seeded unit vectors
+    unless told otherwise)."""
 
     def handle(request: RecordedRequest) -> dict[str, Any]:
         body = request.json if isinstance(request.json, dict) else {}
@@ -286,7 +282,7 @@ def embeddings_handler(dimensions: int) -> Handler:
         return {
             "object": "list",
             "data": [
-                {"object": "embedding", "index": i, "embedding": unit_vector(t, dims)}
+                {"object": "embedding", "index": i, "embedding": vector(t, dims)}
                 for i, t in enumerate(texts)
             ],
             "model": body.get("model", "fake-embedding"),
@@ -309,53 +305,13 @@ def models_handler(names: list[str]) -> Handler:
     return handle
 
 
-def _conversation(request: RecordedRequest) -> list[dict[str, str]]:
-    return prompt_lines(request.last_user_text)
-
-
-def _people(request: RecordedRequest) -> dict[str, str]:
-    return prompt_people(request.last_user_text)
-
-
-def _facts(request: RecordedRequest) -> dict[str, Any]:
-    """One fact from the first user line that is not a question, or none."""
-    people = _people(request)
-    for line in _conversation(request):
-        text = line["text"].strip()
-        if line["role"] != "user" or len(text.split()) < 3 or text.endswith("?"):
-            continue
-        who = line["who"].strip()
-        words = text.split()[:24]
-        return {
-            "facts": [
-                {
-                    "content": f"{who} said: {' '.join(words)}",
-                    "category": "fact",
-                    "importance": 5,
-                    "about": "speaker",
-                    "speaker_id": people.get(who),
-                    "source_message_ids": [line["id"]],
-                }
-            ]
-        }
-    return {"facts": []}
-
-
-def _decisions(request: RecordedRequest) -> dict[str, Any]:
-    indices = [int(m) for m in re.findall(r"^New fact (\d+):", request.last_user_text, re.M)]
-    return {"decisions": [{"new_index": i, "action": "ADD"} for i in indices]}
-
-
-def _consolidated(request: RecordedRequest) -> dict[str, Any]:
-    return consolidated_answer(request.last_user_text)
+def _on_prompt(rule: Callable[[str], Any]) -> Callable[[RecordedRequest], Any]:
+    return lambda request: rule(request.last_user_text)
 
 
 #: Default answers for JSON tasks, keyed by a marker found in the system prompt.
 DEFAULT_RULES: dict[str, Callable[[RecordedRequest], Any]] = {
-    '{"facts"': _facts,
-    '{"decisions"': _decisions,
-    '{"reflections"': lambda request: {"reflections": []},
-    '{"content"': _consolidated,
+    marker: _on_prompt(rule) for marker, rule in SIMPLE_RULES.items()
 }
 
 _FIRST_KEY = re.compile(r'\{\s*"(?P<key>\w+)"\s*:?\s*\[')
@@ -393,6 +349,23 @@ def json_task_handler(
     return handle
 
 
+def text_task_handler(answer: Callable[[str, str], Any]) -> Handler:
+    """Chat answers from ``answer(system prompt, last user text)`` (JSON-encoded unless a
+    ``str``), with token usage estimated from the texts (four characters a token)."""
+
+    def handle(request: RecordedRequest) -> dict[str, Any]:
+        result = answer(request.system_prompt, request.last_user_text)
+        content = result if isinstance(result, str) else json.dumps(result)
+        return completion(
+            content,
+            model=request.model or "fake",
+            prompt_tokens=sum(estimate_tokens(_text(m.get("content"))) for m in request.messages),
+            completion_tokens=estimate_tokens(content),
+        )
+
+    return handle
+
+
 # ---------------------------------------------------------------------------------------
 # The server
 
@@ -410,16 +383,25 @@ class FakeOpenAI:
         embedding_dimensions: int = 1536,
         models: list[str] | None = None,
         api_key: str | None = None,
+        vector: Callable[[str, int], list[float]] = unit_vector,
+        latency_s: float = 0.0,
+        record: bool = True,
     ) -> None:
-        """``api_key``, when set, is required as ``Authorization: Bearer`` (else 401)."""
+        """``api_key``, when set, is required as ``Authorization: Bearer`` (else 401);
+        ``vector(text, dimensions)`` makes the embeddings; ``latency_s`` delays every chat
+        answer; ``record=False`` keeps no requests (a benchmark makes many)."""
+        if latency_s < 0:
+            raise ValueError("latency_s must not be negative")
         self.embedding_dimensions = embedding_dimensions
         self.api_key = api_key
+        self.latency_s = latency_s
+        self.record = record
         self.requests: list[RecordedRequest] = []
         self.errors: list[Exception] = []
         self._queues: dict[str, deque[Any]] = {}
         self._defaults: dict[str, Handler] = {
             CHAT: chat_handler or json_task_handler(),
-            EMBEDDINGS: embeddings_handler(embedding_dimensions),
+            EMBEDDINGS: embeddings_handler(embedding_dimensions, vector),
             MODELS: models_handler(models or ["gpt-4o-mini", "gpt-4o", "text-embedding-3-small"]),
         }
         self._handlers = dict(self._defaults)
@@ -512,8 +494,9 @@ class FakeOpenAI:
                 if request is None:
                     break
                 reply = await self._answer(request)
-                if reply.delay:
-                    await asyncio.sleep(reply.delay)
+                delay = reply.delay + (self.latency_s if request.endpoint == CHAT else 0.0)
+                if delay:
+                    await asyncio.sleep(delay)  # the "model" thinking
                 await self._write(writer, reply)
                 if request.headers.get("connection", "").lower() == "close":
                     break
@@ -553,7 +536,8 @@ class FakeOpenAI:
         except ValueError:
             body = None
         request = RecordedRequest(method, target, headers, raw, body, time.monotonic())
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         return request
 
     async def _answer(self, request: RecordedRequest) -> Reply:

@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 from telegram import Update
 
-from bot.offline_bot_api import OfflineBotAPI
-from bot.telegram_app import build_application
+from bot.telegram.app import build_application
+from bot.telegram.offline_bot_api import OfflineBotAPI
 from memory.clock import ManualClock
 from memory.errors import BadInput
 from memory.models import Thread, Viewer
@@ -531,7 +531,7 @@ async def replay_world(
             )
         )
         if with_jobs:
-            from bot.replay_jobs import open_replay_jobs
+            from bot.replay.jobs import open_replay_jobs
 
             jobs = await open_replay_jobs(services)
         replay = Replay(services, clock, jobs)

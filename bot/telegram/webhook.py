@@ -18,7 +18,7 @@ from aiohttp import web
 from telegram import Update
 from telegram.ext import Application
 
-from bot.telegram_app import keep_unreadable
+from bot.telegram.unreadable import keep_unreadable
 
 log = logging.getLogger(__name__)
 

@@ -10,14 +10,19 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from bot.replay import data_folder, parse_script, replay_world
+from bot.replay.world import data_folder, parse_script, replay_world
 from runtime.settings import Settings
 
 console = Console(highlight=False)
 
 
 def demo_script() -> list[str]:
-    return resources.files("bot.scenarios").joinpath("demo.jsonl").read_text("utf-8").splitlines()
+    return (
+        resources.files("bot.replay.scenarios")
+        .joinpath("demo.jsonl")
+        .read_text("utf-8")
+        .splitlines()
+    )
 
 
 def _show(obj: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""The ``alfred replay`` command: run a script, print JSON lines (or readable text)."""
+"""A script file for ``alfred replay``: read and checked before anything runs, then run,
+printing JSON lines (or readable text)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.replay import ScriptError, data_folder, parse_script, run_script
+from bot.replay.world import ScriptError, data_folder, parse_script, run_script
 from runtime.settings import Settings
 
 

@@ -22,8 +22,9 @@ from aiohttp import web
 from telegram import Update
 from telegram.error import InvalidToken, NetworkError
 
-from bot.telegram_app import Spool, build_application
-from bot.webhook import make_web_app, webhook_path
+from bot.telegram.app import build_application
+from bot.telegram.delivery import Spool
+from bot.telegram.webhook import make_web_app, webhook_path
 from integrations.mongo.migrator import MigrationContext, migrate
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
@@ -69,7 +70,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                 clock=services.clock,
             )
         )
-        from bot.background import start_background
+        from bot.telegram.background import start_background
 
         background = await start_background(services, settings)
         redis_client = background.redis.client if background.redis else None

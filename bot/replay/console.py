@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from bot.replay import Replay, data_folder, replay_world
+from bot.replay.world import Replay, data_folder, replay_world
 from runtime.settings import Settings
 
 HELP = """\

@@ -37,6 +37,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from bot.cli import common
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`
@@ -74,9 +75,9 @@ OutFile = Annotated[
 
 def _launch(command: str, args: list[Any], *, wait: bool, as_json: bool, **opts: Any) -> None:
     """Queue ``command`` and (unless ``--no-wait``) follow it to the end."""
-    from bot.cli import _run, _settings
-
-    code = _run(_queue_and_follow(_settings(), command, args, wait=wait, as_json=as_json, **opts))
+    code = common.run(
+        _queue_and_follow(common.settings(), command, args, wait=wait, as_json=as_json, **opts)
+    )
     raise typer.Exit(code)
 
 
@@ -466,7 +467,6 @@ def wait(
     timeout: GiveUp = None,
 ) -> None:
     """Follow a queued admin job to its end (running it here if no worker does)."""
-    from bot.cli import _run, _settings
 
     async def follow(settings: Settings) -> int:
         client, redis = await _client(settings)
@@ -478,7 +478,7 @@ def wait(
             await client.close()
             await redis.close()
 
-    raise typer.Exit(_run(follow(_settings())))
+    raise typer.Exit(common.run(follow(common.settings())))
 
 
 @admin_app.command()
@@ -487,7 +487,6 @@ def status(
     as_json: AsJson = False,
 ) -> None:
     """Where an admin job is (queued, running, complete) and its progress; never runs it."""
-    from bot.cli import _run, _settings
 
     async def look(settings: Settings) -> dict[str, Any]:
         client, redis = await _client(settings)
@@ -503,7 +502,7 @@ def status(
             await client.close()
             await redis.close()
 
-    found = _run(look(_settings()))
+    found = common.run(look(common.settings()))
     if as_json:
         _print_json(found)
     else:

@@ -1,0 +1,65 @@
+"""Each update handled once, and none lost: redelivered updates are dropped by
+``update_id``; an update that fails because a dependency is down is written to a spool
+file and retried at the next start."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from telegram import Update
+from telegram.ext import ApplicationHandlerStop, ContextTypes
+
+log = logging.getLogger(__name__)
+
+SEEN_UPDATES = 10_000
+
+
+class UpdateDeduplicator:
+    """Remembers recent ``update_id``s so a redelivered update is handled once."""
+
+    def __init__(self, size: int = SEEN_UPDATES) -> None:
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._size = size
+
+    def first_time(self, update_id: int) -> bool:
+        if update_id in self._seen:
+            return False
+        self._seen[update_id] = None
+        while len(self._seen) > self._size:
+            self._seen.popitem(last=False)
+        return True
+
+    async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """First handler group: drop updates seen before."""
+        if not self.first_time(update.update_id):
+            raise ApplicationHandlerStop
+
+
+class Spool:
+    """Updates that could not be handled because a dependency was down, kept on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, update: Update) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(update.to_dict()) + "\n")
+
+    def take(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        self.path.unlink()
+        taken = []
+        for line in lines:
+            try:
+                taken.append(json.loads(line))
+            except ValueError:  # e.g. a line cut short by a crash while writing it
+                if line.strip():
+                    log.warning("dropped an unreadable spool line (%d characters)", len(line))
+        return taken

@@ -1,0 +1,1 @@
+"""The Telegram handlers, one module per feature; :mod:`bot.telegram.app` wires them."""

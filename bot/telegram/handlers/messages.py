@@ -1,0 +1,69 @@
+"""Messages: text, captions, forwards and edits go to the assistant; anything else gets
+a word saying Alfred reads text only.
+
+An edited message is handled (the journal keeps the new text) but never answered: the
+answer to the original was sent already. A message that fails because a dependency is
+down is spooled for retry, and the person who asked is told so.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import Update
+from telegram.ext import ContextTypes
+
+from bot.telegram.delivery import Spool
+from bot.telegram.sending import Replier
+from bot.telegram.updates import bot_handle, to_incoming
+from services.reply.assistant import MEMORY_DOWN, Assistant
+
+log = logging.getLogger(__name__)
+
+NON_TEXT_REPLY = (
+    "I can only read text (and the captions of photos) for now — could you write it down?"
+)
+
+
+class Messages:
+    """The message handler of one assistant."""
+
+    def __init__(self, assistant: Assistant, replier: Replier, spool: Spool | None) -> None:
+        self.assistant = assistant
+        self.replier = replier
+        self.spool = spool
+
+    async def handle(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        inc = to_incoming(update, context.bot.id, bot_handle(context.bot))
+        if inc is None:
+            await self.replier.refuse_anonymous(update, context)
+            return
+        if not inc.text.strip():
+            if not inc.is_group or inc.addressed:
+                await self.replier.send(
+                    context,
+                    inc.chat_id,
+                    NON_TEXT_REPLY,
+                    inc.message_id if inc.is_group else None,
+                    inc.topic_id,
+                )
+            return
+        try:
+            turn = await self.assistant.handle(inc)
+        except Exception:
+            log.exception("update %s failed; spooled for retry", update.update_id)
+            if self.spool is not None:
+                self.spool.add(update)
+            if inc.addressed or not inc.is_group:
+                await self.replier.send(context, inc.chat_id, MEMORY_DOWN, topic=inc.topic_id)
+            return
+        if inc.kind == "edited":
+            return
+        for out in turn.replies:
+            await self.replier.send(
+                context,
+                out.chat_id,
+                out.text,
+                out.reply_to_message_id if inc.is_group else None,
+                inc.topic_id if out.chat_id == inc.chat_id else None,
+            )

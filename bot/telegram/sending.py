@@ -1,0 +1,68 @@
+"""How Alfred's answers reach Telegram: cut to the size Telegram accepts, into the
+asker's forum topic, and to the new chat when a group has just become a supergroup."""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import Update
+from telegram.error import ChatMigrated
+from telegram.ext import ContextTypes
+
+from bot.telegram.updates import anonymous_and_addressed, bot_handle
+from services.messages import split_for_telegram
+from services.reply.assistant import Assistant
+
+log = logging.getLogger(__name__)
+
+ANONYMOUS_REPLY = (
+    "I can't tell who wrote this: a message sent as the group or as a channel has no "
+    "person I could remember it for. Write as yourself to talk to me."
+)
+
+
+class Replier:
+    """Sends texts for the handlers of one assistant."""
+
+    def __init__(self, assistant: Assistant) -> None:
+        self.assistant = assistant
+
+    async def send(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        chat_id: int,
+        text: str,
+        reply_to: int | None = None,
+        topic: int | None = None,
+    ) -> None:
+        """Send ``text`` in parts Telegram accepts; in a forum, into the asker's ``topic``
+        (a reply to a deleted message would otherwise land in the General topic)."""
+        for part in split_for_telegram(text):
+            try:
+                await context.bot.send_message(
+                    chat_id=chat_id,
+                    text=part,
+                    reply_to_message_id=reply_to,
+                    allow_sending_without_reply=True,
+                    message_thread_id=topic,
+                )
+            except ChatMigrated as exc:
+                # The group became a supergroup before its announcement reached us: move
+                # the circle now and say it there (message ids differ: no reply-to). The
+                # reply goes out even if the move fails; Telegram's announcements retry it.
+                try:
+                    await self.assistant.chat_migrated(chat_id, exc.new_chat_id, None)
+                except Exception:
+                    log.exception("moving circle %s to %s failed", chat_id, exc.new_chat_id)
+                chat_id, reply_to = exc.new_chat_id, None
+                await context.bot.send_message(chat_id=chat_id, text=part)
+
+    async def refuse_anonymous(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Say why a message with no person behind it that talks to Alfred gets no answer."""
+        bot = context.bot
+        message = update.effective_message
+        if message is None or update.edited_message is not None:
+            return
+        if anonymous_and_addressed(update, bot.id, bot_handle(bot)):
+            topic = message.message_thread_id if message.is_topic_message else None
+            await self.send(context, message.chat_id, ANONYMOUS_REPLY, message.message_id, topic)
