@@ -1,6 +1,6 @@
 """The calendar sync as an arq job (cron), beside the formation jobs.
 
-Every minute the cron runs :func:`integrations.calendar.sync_due`: context memories of
+Every minute the cron runs :func:`services.calendar.sync_due`: context memories of
 events that are over are invalidated, and each connected calendar whose next sync is
 due (every ``CALENDAR_SYNC_MINUTES``, sooner after a partial run, later after failures)
 is synced. Ticking every minute costs one indexed query; it makes a new connection's
@@ -20,10 +20,11 @@ from typing import Any
 
 from arq import cron, func
 
-from integrations.calendar import Notify, SyncConfig, sync_due
 from jobs.config import JobsConfig
 from jobs.tasks import Ctx, runtime
+from memory.calendar_ports import Notify
 from runtime.settings import Settings
+from services.calendar import SyncConfig, sync_due
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ async def calendar_sync_job(ctx: Ctx) -> dict[str, Any]:
     if not services.settings.flags().calendar:
         return {"calendars": 0, "skipped": "MEMORY_CALENDAR is off"}
     notify = ctx.get(NOTIFY_KEY) or settings_notifier(services.settings)
-    sweep = await sync_due(services, notify=notify, config=sync_config(rt.config))
+    sweep = await sync_due(services.calendar, notify=notify, config=sync_config(rt.config))
     statuses: dict[str, int] = {}
     for user in sweep.users:
         statuses[user.status] = statuses.get(user.status, 0) + 1

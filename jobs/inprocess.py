@@ -214,11 +214,11 @@ async def run_due_crons(
     finally:
         if queue is not None:
             await queue.close()
-    from integrations.calendar import sync_due
     from jobs.calendar_tasks import CALENDAR_SYNC
+    from services.calendar import sync_due
 
     runs = [CronRun(COLD_SESSIONS, asdict(cold)), CronRun(REQUEUE_OUTBOX, asdict(requeue))]
     if services.settings.flags().calendar:
-        calendar = await sync_due(services)  # inline: idempotent, leased per user
+        calendar = await sync_due(services.calendar)  # inline: idempotent, leased per user
         runs.append(CronRun(CALENDAR_SYNC, calendar.as_dict()))
     return runs

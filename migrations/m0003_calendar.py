@@ -6,7 +6,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import OperationFailure
 
-from integrations.calendar.store import CONNECTIONS, LINKS
+from integrations.mongo.calendar_store import CONNECTIONS, LINKS
 from integrations.mongo.migrator import MigrationContext
 
 VERSION = 3

@@ -28,16 +28,16 @@ from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
-from memory.models import Viewer
 from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
-from memory.reply_ports import CalendarToolbox
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
+from runtime.calendar import build_calendar
 from runtime.connections import open_mongo
 from runtime.settings import Mode, Settings
+from services.calendar import CalendarFeature, CalendarForReply
 from services.membership import Membership
 from services.reply.assistant import AfterMessage, Assistant
 from services.reply.deps import ReplyDeps
@@ -64,6 +64,8 @@ class Services:
     formation: FormationService
     consolidation: ConsolidationService
     always: AlwaysInContext
+    #: The calendar use cases' bundle (it reports itself when calendars are not set up).
+    calendar: CalendarFeature
     search_backend: str
     warnings: list[str] = field(default_factory=list)
     semantic: SemanticIndex | None = None
@@ -193,41 +195,21 @@ async def build_services(
         formation=formation,
         consolidation=ConsolidationService(notes, llm, clock),
         always=AlwaysInContext(notes),
+        calendar=build_calendar(
+            settings,
+            db=mongo.db,
+            clock=clock,
+            directory=directory,
+            writer=writer,
+            facts=store,
+            mirror=mirror,
+        ),
         search_backend=backend.name,
         warnings=warnings,
         semantic=semantic,
         semantic_metrics=metrics,
         mirror=mirror,
     )
-
-
-class _CalendarAccess:
-    """The calendar feature as the reply path's :class:`memory.reply_ports.CalendarAccess`."""
-
-    def __init__(self, services: Services) -> None:
-        self._s = services
-
-    async def toolbox(self, viewer: Viewer, *, enabled: bool) -> CalendarToolbox:
-        from integrations.calendar import CalendarTools
-
-        if enabled:
-            return await CalendarTools.for_viewer(self._s, viewer)
-        return CalendarTools(self._s, viewer)
-
-    async def take_revoked_notice(self, user_id: str) -> str | None:
-        from integrations.calendar import take_revoked_notice
-
-        return await take_revoked_notice(self._s, user_id)
-
-    async def forget_user(self, user_id: str) -> None:
-        from integrations.calendar import forget_calendar_user
-
-        await forget_calendar_user(self._s, user_id)
-
-    async def command(self, viewer: Viewer, argument: str) -> str:
-        from integrations.calendar import calendar_command
-
-        return await calendar_command(self._s, viewer, argument)
 
 
 def build_membership(services: Services) -> Membership:
@@ -273,7 +255,7 @@ def build_assistant(
         operations=operations,
         flags=services.settings.flags,
         observer=ProcessMetrics(),
-        calendar=_CalendarAccess(services),
+        calendar=CalendarForReply(services.calendar),
     )
     return Assistant(
         deps,

@@ -144,7 +144,7 @@ async def _mem0(settings: Settings) -> ComponentReport:
 async def _calendar(settings: Settings) -> ComponentReport:
     if settings.calendar_mode is Mode.OFF:
         return ComponentReport(Mode.OFF.value, True, "off (set GOOGLE_CLIENT_ID to connect)")
-    from integrations.calendar import check_configuration
+    from runtime.calendar import check_configuration
 
     ok, detail = check_configuration(settings)
     return ComponentReport(Mode.CONFIGURED.value, ok, detail)

@@ -434,13 +434,13 @@ class Replay:
     ) -> list[dict[str, Any]]:
         """An event of ``user``'s calendar, as the sync (``where`` None) or a calendar
         tool call in ``where`` would deliver it."""
-        from integrations.calendar import deliver_event
+        from services.calendar import deliver_event
 
         if not self.services.settings.flags().calendar:
             return []  # MEMORY_CALENDAR=false: no calendar memories, as in production
         owner = await self.viewer(user, f"dm:{user}")  # registers the user and their DM
         thread = None if where is None else (await self.viewer(user, where)).thread
-        await deliver_event(self.services, owner.user_id, event, thread)
+        await deliver_event(self.services.calendar, owner.user_id, event, thread)
         return []
 
     async def _session(self, thread_id: str) -> str | None:

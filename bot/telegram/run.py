@@ -103,17 +103,13 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
             await _replay_spool(application, spool)
-            from integrations.calendar import (
-                CalendarSetup,
-                make_oauth_routes,
-                serve_oauth_redirect,
-                telegram_notifier,
-            )
+            from integrations.google.oauth_http import serve_oauth_redirect
+            from runtime.calendar import oauth_routes, telegram_notifier
 
             notify = telegram_notifier(application.bot)
-            calendar_on = CalendarSetup.of(services).configured
+            calendar_on = services.calendar.configured
             if settings.webhook_url:
-                routes = make_oauth_routes(services, notify=notify) if calendar_on else []
+                routes = oauth_routes(services.calendar, notify=notify) if calendar_on else []
                 await _serve_webhook(
                     application,
                     settings,
@@ -126,10 +122,9 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                 if calendar_on:  # the OAuth redirect needs a web server even when polling
                     # (a taken port is logged; the bot keeps running without it)
                     oauth = await serve_oauth_redirect(
-                        services,
+                        oauth_routes(services.calendar, notify=notify),
                         host=settings.webhook_listen,
                         port=settings.webhook_port,
-                        notify=notify,
                     )
                 assert application.updater is not None
                 await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)

@@ -11,8 +11,7 @@ step by step, in an order that makes an interrupted purge finish when run again:
    circle-level facts only they stated, through the forget cascade, which also removes
    the reflections, blobs and messages derived from them), their reflections, blobs,
    clarifications and every message they wrote or Alfred wrote them;
-3. **calendar** (when the calendar integration is installed): tokens revoked and
-   deleted, event links deleted;
+3. **calendar**: tokens revoked and deleted, event links deleted;
 4. **formation requests** of their DM thread (ids only, but they name the thread);
 5. **directory**, last: their memberships, DM thread and user record. Because this
    goes last, a purge interrupted anywhere earlier still finds the user when re-run.
@@ -28,13 +27,13 @@ processes compare them to notice that the erased partitions changed.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from jobs.admin.common import AdminContext
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, FACTS, MESSAGES, REFLECTIONS
 from memory.models import Fact
 from memory.operations import MemoryOperations
+from services.calendar import forget_calendar_user
 
 #: ``forget_everything``'s count names, as the collections they were removed from.
 _COLLECTION_OF = {
@@ -62,27 +61,9 @@ def memory_operations(ctx: AdminContext) -> MemoryOperations:
     )
 
 
-def _calendar_module(name: str) -> Any | None:
-    """``integrations.calendar…`` if that integration is installed, else None. Only its
-    own absence counts: a missing *dependency* of it raises (its tokens must go)."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("integrations.calendar"):
-            return None
-        raise
-
-
 async def _calendar_counts(ctx: AdminContext, user_id: str) -> dict[str, int]:
-    """The user's calendar records, or {} when the calendar integration is absent."""
-    store = _calendar_module("integrations.calendar.store")
-    if store is None:
-        return {}
-    db = ctx.services.mongo.db
-    return {
-        store.CONNECTIONS: await db[store.CONNECTIONS].count_documents({"_id": user_id}),
-        store.LINKS: await db[store.LINKS].count_documents({"owner_user_id": user_id}),
-    }
+    """The user's calendar records, per collection."""
+    return await ctx.services.calendar.store.footprint(user_id)
 
 
 async def _mem0_present(ctx: AdminContext, facts: list[Fact]) -> tuple[int, int]:
@@ -107,9 +88,7 @@ async def _mem0_present(ctx: AdminContext, facts: list[Fact]) -> tuple[int, int]
 
 
 async def _forget_calendar(ctx: AdminContext, user_id: str) -> None:
-    calendar = _calendar_module("integrations.calendar")
-    if calendar is not None:
-        await calendar.forget_calendar_user(ctx.services, user_id)
+    await forget_calendar_user(ctx.services.calendar, user_id)
 
 
 async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:

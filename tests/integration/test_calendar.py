@@ -34,39 +34,38 @@ from pydantic import SecretStr
 
 from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from bot.replay import ScriptError, parse_script
-from integrations.calendar import (
+from integrations.google.oauth_http import serve_oauth_redirect
+from integrations.mongo.calendar_store import CONNECTIONS
+from integrations.mongo.migrator import MigrationContext, migrate
+from integrations.redis_connection import RedisHandle
+from memory.calendar_ports import InvalidState, RetryPolicy, TokenBundle
+from memory.clock import ManualClock
+from memory.errors import Denied
+from memory.llm import ToolCall
+from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
+from memory.privacy import is_visible
+from runtime.calendar import build_calendar, oauth_routes
+from runtime.container import Services, build_assistant, build_services
+from runtime.settings import Settings
+from services.calendar import (
     CREATE_EVENT,
     LIST_EVENTS,
     REVOKED_NOTICE,
-    CalendarSetup,
+    CalendarFeature,
     CalendarTools,
     SyncConfig,
     calendar_command,
     deliver_event,
     expire_calendar_memories,
     finish_connect,
-    make_oauth_routes,
-    serve_oauth_redirect,
     start_connect,
     sync_due,
     sync_user,
     take_revoked_notice,
 )
-from integrations.calendar.commands import IN_GROUP
-from integrations.calendar.core import NO_KEY, NOT_CONFIGURED, NOTICE_ATTEMPTS
-from integrations.calendar.crypto import InvalidState
-from integrations.calendar.google_client import RetryPolicy, TokenBundle
-from integrations.calendar.store import CONNECTIONS
-from integrations.calendar.tools import GOOGLE_DOWN, LIST_ONLY_IN_DM
-from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.redis_connection import RedisHandle
-from memory.clock import ManualClock
-from memory.errors import Denied
-from memory.llm import ToolCall
-from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
-from memory.privacy import is_visible
-from runtime.container import Services, build_assistant, build_services
-from runtime.settings import Settings
+from services.calendar.commands import IN_GROUP
+from services.calendar.feature import NO_KEY, NOT_CONFIGURED, NOTICE_ATTEMPTS
+from services.calendar.tools import GOOGLE_DOWN, LIST_ONLY_IN_DM
 from services.messages import Incoming, Sender
 from services.reply.assistant import Assistant
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
@@ -93,6 +92,10 @@ class World:
     google: FakeGoogle
     sent: list[tuple[str, str]] = field(default_factory=list)
 
+    @property
+    def cal(self) -> CalendarFeature:
+        return self.s.calendar
+
     async def notify(self, user_id: str, text: str) -> None:
         self.sent.append((user_id, text))
 
@@ -106,13 +109,13 @@ class World:
 
     async def connect(self, user_id: str, email: str) -> None:
         """The whole consent flow: /calendar link → Google → redirect → tokens."""
-        url = await start_connect(self.s, user_id)
+        url = await start_connect(self.cal, user_id)
         query = parse_qs(urlsplit(url).query)
         code = self.google.issue_code(email, challenge=query["code_challenge"][0])
-        assert await finish_connect(self.s, query["state"][0], code) == user_id
+        assert await finish_connect(self.cal, query["state"][0], code) == user_id
 
     async def tokens(self, user_id: str) -> TokenBundle:
-        setup = CalendarSetup.of(self.s)
+        setup = self.cal
         connection = await setup.store.get(user_id)
         assert connection is not None
         return setup.tokens(connection)
@@ -124,6 +127,19 @@ class World:
     async def search(self, viewer: Viewer, query: str) -> list[str]:
         result = await self.s.retriever.search(viewer, query, limit=50)
         return [f.fact.content for f in result.facts if is_visible(f.fact.partition, viewer)]
+
+
+def calendar_with(s: Services, **changes: Any) -> CalendarFeature:
+    """The calendar of ``s`` as other settings would build it."""
+    return build_calendar(
+        s.settings.model_copy(update=changes),
+        db=s.mongo.db,
+        clock=s.clock,
+        directory=s.directory,
+        writer=s.writer,
+        facts=s.facts,
+        mirror=s.mirror,
+    )
 
 
 def calendar_settings(base: Settings, google: FakeGoogle, **extra: Any) -> Settings:
@@ -177,14 +193,14 @@ async def open_world(
 
 
 async def test_connect_through_the_redirect_endpoint(world: World) -> None:
-    reply = await calendar_command(world.s, await world.viewer(ALICE), "")
+    reply = await calendar_command(world.cal, await world.viewer(ALICE), "")
     url = next(line for line in reply.splitlines() if line.startswith("http"))
     query = parse_qs(urlsplit(url).query)
     assert urlsplit(url).path == "/auth" and query["access_type"] == ["offline"]
     assert "https://www.googleapis.com/auth/calendar.events" in query["scope"][0]
     code = world.google.issue_code(ALICE_MAIL, challenge=query["code_challenge"][0])
     app = web.Application()
-    app.add_routes(make_oauth_routes(world.s, notify=world.notify))
+    app.add_routes(oauth_routes(world.cal, notify=world.notify))
     async with TestClient(TestServer(app)) as http:
         ok = await http.get("/oauth/google", params={"state": query["state"][0], "code": code})
         assert ok.status == 200, await ok.text()
@@ -206,39 +222,35 @@ async def test_connect_through_the_redirect_endpoint(world: World) -> None:
     assert tokens.refresh_token not in str(doc) and ALICE_MAIL not in str(doc)
     # PKCE: the verifier Alfred sent matches the challenge in its consent URL
     assert world.google.codes == {}
-    status = await calendar_command(world.s, await world.viewer(ALICE), "")
+    status = await calendar_command(world.cal, await world.viewer(ALICE), "")
     assert "is connected" in status and ALICE_MAIL in status
 
 
 async def test_expired_link_and_refusals(world: World) -> None:
-    url = await start_connect(world.s, ALICE)
+    url = await start_connect(world.cal, ALICE)
     query = parse_qs(urlsplit(url).query)
     world.clock.advance(timedelta(minutes=11))
     code = world.google.issue_code(ALICE_MAIL, challenge=query["code_challenge"][0])
     with pytest.raises(InvalidState, match="expired"):
-        await finish_connect(world.s, query["state"][0], code)
+        await finish_connect(world.cal, query["state"][0], code)
     # groups are told to use a DM; nothing is started there
-    assert await calendar_command(world.s, await world.viewer(ALICE, "group"), "") == IN_GROUP
+    assert await calendar_command(world.cal, await world.viewer(ALICE, "group"), "") == IN_GROUP
     # no key: connecting is refused, with the reason
-    no_key = dataclasses.replace(
-        world.s, settings=world.s.settings.model_copy(update={"calendar_encryption_key": None})
-    )
+    no_key = calendar_with(world.s, calendar_encryption_key=None)
     assert await calendar_command(no_key, await world.viewer(ALICE), "") == NO_KEY
-    off = dataclasses.replace(
-        world.s, settings=world.s.settings.model_copy(update={"google_client_id": None})
-    )
+    off = calendar_with(world.s, google_client_id=None)
     assert await calendar_command(off, await world.viewer(ALICE), "") == NOT_CONFIGURED
     assert (await CalendarTools.for_viewer(off, await world.viewer(ALICE))).specs == []
 
 
 async def test_disconnect_deletes_tokens_and_revokes(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
-    reply = await calendar_command(world.s, await world.viewer(ALICE), "off")
+    reply = await calendar_command(world.cal, await world.viewer(ALICE), "off")
     assert reply.startswith("Done")
     assert await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE}) is None
     assert world.google.count("POST", "/revoke") == 1 and world.google.refresh == {}
-    assert "isn't connected" in await calendar_command(world.s, await world.viewer(ALICE), "off")
-    assert (await sync_due(world.s, config=FAST)).users == []
+    assert "isn't connected" in await calendar_command(world.cal, await world.viewer(ALICE), "off")
+    assert (await sync_due(world.cal, config=FAST)).users == []
 
 
 # --- the sync -------------------------------------------------------------------------
@@ -262,7 +274,7 @@ async def test_sync_remembers_in_the_owners_dm_only(world: World) -> None:
             ],
         },
     )
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and report.full_sync and report.events == 1
     facts = await world.facts()
     assert {(f.category, f.content) for f in facts} == {
@@ -289,13 +301,13 @@ async def test_incremental_sync_follows_moves_and_cancellations(world: World) ->
     g = world.google
     g.put_event(ALICE_MAIL, {"id": "dent", "summary": "Dentist appointment", **when(10, 9)})
     g.put_event(ALICE_MAIL, {"id": "call", "summary": "Call with Mum", **when(11, 18)})
-    await sync_user(world.s, ALICE, config=FAST)
+    await sync_user(world.cal, ALICE, config=FAST)
     assert len(await world.facts()) == 2
     # moved to another day, and the call cancelled
     g.put_event(ALICE_MAIL, {"id": "dent", "summary": "Dentist appointment", **when(12, 9)})
     g.cancel_event(ALICE_MAIL, "call")
     world.clock.advance(timedelta(minutes=20))
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and not report.full_sync and report.events == 2
     last = g.requests[-1]
     assert last.query.get("syncToken") and report.invalidated == 2
@@ -305,7 +317,7 @@ async def test_incremental_sync_follows_moves_and_cancellations(world: World) ->
     ]
     # nothing changed: nothing stored, nothing invalidated
     world.clock.advance(timedelta(minutes=20))
-    quiet = await sync_user(world.s, ALICE, config=FAST)
+    quiet = await sync_user(world.cal, ALICE, config=FAST)
     assert (quiet.events, quiet.stored, quiet.invalidated) == (0, 0, 0)
 
 
@@ -314,11 +326,11 @@ async def test_gone_sync_token_means_a_full_resync(world: World) -> None:
     g = world.google
     g.put_event(ALICE_MAIL, {"id": "a", "summary": "Lunch with Sam", **when(10, 12)})
     g.put_event(ALICE_MAIL, {"id": "b", "summary": "Call with Ana", **when(10, 16)})
-    await sync_user(world.s, ALICE, config=FAST)
+    await sync_user(world.cal, ALICE, config=FAST)
     # while the token was stale, "b" vanished without a trace (no cancelled entry)
     g.expire_sync_tokens(ALICE_MAIL)
     del g.accounts[ALICE_MAIL].events["b"]
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and report.resynced and report.invalidated == 1
     statuses = [r for r in g.requests if r.method == "GET" and r.path == EVENTS_PATH and r.query][
         -2:
@@ -335,14 +347,14 @@ async def test_rate_limits_are_retried_with_backoff(world: World) -> None:
     g.put_event(ALICE_MAIL, {"id": "x", "summary": "Meeting with Kim", **when(10, 10)})
     g.fail(403, "rateLimitExceeded")
     g.fail(429, times=1, retry_after="0")
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and g.count("GET") == 3
     # still limited after every retry: this user waits, nothing raises
     g.fail(403, "userRateLimitExceeded", times=10)
     world.clock.advance(timedelta(hours=1))
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "retry_later" and "rate limited" in (report.error or "")
-    connection = await CalendarSetup.of(world.s).store.get(ALICE)
+    connection = await world.cal.store.get(ALICE)
     assert connection is not None and connection.failures == 1
     assert connection.next_sync_at == world.clock.now() + timedelta(minutes=5)
 
@@ -351,51 +363,51 @@ async def test_google_down_retries_later(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
     world.google.put_event(ALICE_MAIL, {"id": "x", "summary": "Call with Lee", **when(10, 10)})
     world.google.down = True
-    first = await sync_due(world.s, config=FAST, notify=world.notify)
+    first = await sync_due(world.cal, config=FAST, notify=world.notify)
     assert [u.status for u in first.users] == ["retry_later"]
     # not due again before the back-off
     world.clock.advance(timedelta(minutes=1))
-    assert (await sync_due(world.s, config=FAST)).users == []
+    assert (await sync_due(world.cal, config=FAST)).users == []
     world.google.down = False
     world.clock.advance(timedelta(minutes=5))
-    again = await sync_due(world.s, config=FAST)
+    again = await sync_due(world.cal, config=FAST)
     assert [u.status for u in again.users] == ["synced"] and again.users[0].stored == 1
     assert world.sent == []
 
 
 async def test_refresh_is_stored_and_revocation_told_once(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
-    setup = CalendarSetup.of(world.s)
+    setup = world.cal
     before = await world.tokens(ALICE)
     world.google.expire_access_tokens()  # Google forgets the access token: 401 → refresh
-    assert (await sync_user(world.s, ALICE, config=FAST)).status == "synced"
+    assert (await sync_user(world.cal, ALICE, config=FAST)).status == "synced"
     after = await world.tokens(ALICE)
     assert after.access_token != before.access_token
     assert after.refresh_token == before.refresh_token
     # the person removes Alfred in their Google account
     world.google.revoke_account(ALICE_MAIL)
     world.clock.advance(timedelta(hours=1))
-    sweep = await sync_due(world.s, config=FAST, notify=world.notify)
+    sweep = await sync_due(world.cal, config=FAST, notify=world.notify)
     assert [u.status for u in sweep.users] == ["revoked"]
     assert world.sent == [(ALICE, REVOKED_NOTICE)]
     connection = await setup.store.get(ALICE)
     assert connection is not None and connection.status == "revoked"
     assert connection.tokens is None
     world.clock.advance(timedelta(hours=1))
-    later = await sync_due(world.s, config=FAST, notify=world.notify)
+    later = await sync_due(world.cal, config=FAST, notify=world.notify)
     assert later.users == [] and len(world.sent) == 1
-    assert await take_revoked_notice(world.s, ALICE) is None
+    assert await take_revoked_notice(world.cal, ALICE) is None
     # /calendar offers a new link
-    assert "Open this link" in await calendar_command(world.s, await world.viewer(ALICE), "")
+    assert "Open this link" in await calendar_command(world.cal, await world.viewer(ALICE), "")
 
 
 async def test_revoked_without_a_messenger_is_told_on_the_next_dm(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
     world.google.revoke_account(ALICE_MAIL)
     world.google.expire_access_tokens()
-    assert (await sync_user(world.s, ALICE, config=FAST)).status == "revoked"
-    assert await take_revoked_notice(world.s, ALICE) == REVOKED_NOTICE
-    assert await take_revoked_notice(world.s, ALICE) is None
+    assert (await sync_user(world.cal, ALICE, config=FAST)).status == "revoked"
+    assert await take_revoked_notice(world.cal, ALICE) == REVOKED_NOTICE
+    assert await take_revoked_notice(world.cal, ALICE) is None
 
 
 async def test_two_thousand_events_in_one_sync(world: World) -> None:
@@ -407,7 +419,7 @@ async def test_two_thousand_events_in_one_sync(world: World) -> None:
             event["summary"] = f"Call with Client {i}"
             event["attendees"] = [{"email": f"client{i}@example.com", "displayName": f"C {i}"}]
         world.google.put_event(ALICE_MAIL, event)
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and report.events == 2000 and report.pages == 8
     assert report.stored == 100
     # more than one run's worth: the rest follows on the next run, from the saved page
@@ -415,9 +427,9 @@ async def test_two_thousand_events_in_one_sync(world: World) -> None:
         world.google.put_event(ALICE_MAIL, {"id": f"e{i}", "summary": "x", **when(20, 9)})
     small = dataclasses.replace(FAST, max_events_per_run=250)
     world.clock.advance(timedelta(hours=1))
-    partial = await sync_user(world.s, ALICE, config=small)
+    partial = await sync_user(world.cal, ALICE, config=small)
     assert partial.status == "partial" and partial.events == 250
-    rest = await sync_user(world.s, ALICE, config=small)
+    rest = await sync_user(world.cal, ALICE, config=small)
     assert rest.status == "synced" and rest.events == 50
 
 
@@ -460,7 +472,7 @@ async def test_odd_events_never_break_a_sync(world: World) -> None:
     ]
     for event in odd:
         g.put_event(ALICE_MAIL, event)
-    report = await sync_user(world.s, ALICE, config=FAST)
+    report = await sync_user(world.cal, ALICE, config=FAST)
     assert report.status == "synced" and report.events == len(odd)
     contents = sorted(f.content for f in await world.facts())
     assert contents == [
@@ -482,16 +494,16 @@ async def test_context_expires_when_the_event_ends(world: World) -> None:
         "end": "2026-03-01T16:00:00Z",
         "attendees": [{"email": "dr.smith@example.com", "name": "Dr. Smith"}],
     }
-    first = await deliver_event(world.s, ALICE, event, None)
+    first = await deliver_event(world.cal, ALICE, event, None)
     assert first.stored == 2
-    again = await deliver_event(world.s, ALICE, event, None)
+    again = await deliver_event(world.cal, ALICE, event, None)
     assert (again.stored, again.already_known) == (0, 2)
     alice = await world.viewer(ALICE)
     assert len(await world.search(alice, "meeting Dr. Smith")) == 2
     world.clock.set(datetime(2026, 3, 1, 15, 30, tzinfo=UTC))
-    assert await expire_calendar_memories(world.s) == 0
+    assert await expire_calendar_memories(world.cal) == 0
     world.clock.set(datetime(2026, 3, 1, 16, 0, tzinfo=UTC))
-    assert await expire_calendar_memories(world.s) == 1
+    assert await expire_calendar_memories(world.cal) == 1
     assert await world.search(alice, "meeting Dr. Smith") == [
         "Alice has a contact: Dr. Smith (dr.smith@example.com)"
     ]
@@ -501,8 +513,8 @@ async def test_context_expires_when_the_event_ends(world: World) -> None:
 
 async def test_delivery_partitions_follow_the_thread(world: World) -> None:
     event = {"id": "g1", "title": "Dinner with the Lees", "start": "2026-03-07T19:00:00Z"}
-    await deliver_event(world.s, ALICE, event, world.thread("group", ALICE))
-    await deliver_event(world.s, ALICE, {**event, "id": "d1"}, world.thread("dm", ALICE))
+    await deliver_event(world.cal, ALICE, event, world.thread("group", ALICE))
+    await deliver_event(world.cal, ALICE, {**event, "id": "d1"}, world.thread("dm", ALICE))
     group = await world.facts(Partition.member(FAM, ALICE))
     dm = await world.facts(Partition.dm(ALICE))
     assert [f.content for f in group] == [
@@ -513,7 +525,7 @@ async def test_delivery_partitions_follow_the_thread(world: World) -> None:
     assert await world.search(bob_group, "dinner Lees") == [group[0].content]
     assert await world.search(await world.viewer(BOB), "dinner Lees") == []
     # cancelled: its memories go, in every partition
-    cancelled = await deliver_event(world.s, ALICE, {"id": "g1", "status": "cancelled"}, None)
+    cancelled = await deliver_event(world.cal, ALICE, {"id": "g1", "status": "cancelled"}, None)
     assert cancelled.invalidated == 1
     assert await world.search(bob_group, "dinner Lees") == []
 
@@ -523,10 +535,10 @@ async def test_delivery_partitions_follow_the_thread(world: World) -> None:
 
 async def test_tools_list_and_create_in_a_dm(world: World) -> None:
     viewer = await world.viewer(ALICE)
-    assert (await CalendarTools.for_viewer(world.s, viewer)).specs == []
+    assert (await CalendarTools.for_viewer(world.cal, viewer)).specs == []
     await world.connect(ALICE, ALICE_MAIL)
     world.google.put_event(ALICE_MAIL, {"id": "soon", "summary": "Yoga", **when(2, 8)})
-    tools = await CalendarTools.for_viewer(world.s, viewer)
+    tools = await CalendarTools.for_viewer(world.cal, viewer)
     assert [t.name for t in tools.specs] == [LIST_EVENTS.name, CREATE_EVENT.name]
     listed = await tools.run(ToolCall(id="1", name="list_calendar_events", arguments={}))
     assert "Yoga on Monday 2 March 2026 at 08:00 Europe/Paris" in listed
@@ -572,10 +584,10 @@ async def test_group_creation_for_a_member_needs_their_permission(world: World) 
     await world.connect(BOB, BOB_MAIL)
     alice_group = await world.viewer(ALICE, "group")
     # Bob has not allowed it: Alice (not connected) gets no tool at all
-    assert (await CalendarTools.for_viewer(world.s, alice_group)).specs == []
+    assert (await CalendarTools.for_viewer(world.cal, alice_group)).specs == []
     bob_dm = await world.viewer(BOB)
-    assert "now ask me" in await calendar_command(world.s, bob_dm, "allow")
-    tools = await CalendarTools.for_viewer(world.s, alice_group)
+    assert "now ask me" in await calendar_command(world.cal, bob_dm, "allow")
+    tools = await CalendarTools.for_viewer(world.cal, alice_group)
     assert [t.name for t in tools.specs] == [CREATE_EVENT.name]
     args = {"title": "Dentist appointment", "start": "2026-03-06T10:00", "for_member": "bob"}
     done = await tools.run(ToolCall(id="1", name="create_calendar_event", arguments=args))
@@ -592,25 +604,25 @@ async def test_group_creation_for_a_member_needs_their_permission(world: World) 
     # listing is never offered for someone else's calendar
     assert LIST_EVENTS not in tools.specs
     # Bob changes his mind
-    await calendar_command(world.s, bob_dm, "deny")
-    assert (await CalendarTools.for_viewer(world.s, alice_group)).specs == []
+    await calendar_command(world.cal, bob_dm, "deny")
+    assert (await CalendarTools.for_viewer(world.cal, alice_group)).specs == []
     refused = await tools.run(ToolCall(id="2", name="create_calendar_event", arguments=args))
     assert refused.startswith("error:") and "allowed" in refused
 
 
 async def test_tool_on_a_revoked_calendar_says_so(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
-    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE))
+    tools = await CalendarTools.for_viewer(world.cal, await world.viewer(ALICE))
     world.google.revoke_account(ALICE_MAIL)
     answer = await tools.run(ToolCall(id="1", name="list_calendar_events", arguments={}))
     assert "/calendar" in answer and answer.startswith("error:")
-    connection = await CalendarSetup.of(world.s).store.get(ALICE)
+    connection = await world.cal.store.get(ALICE)
     assert connection is not None and connection.status == "revoked"
-    assert await take_revoked_notice(world.s, ALICE) is None  # the model told them already
+    assert await take_revoked_notice(world.cal, ALICE) is None  # the model told them already
 
 
 async def test_client_start_needs_no_network(world: World) -> None:
-    setup = CalendarSetup.of(world.s)
+    setup = world.cal
     client = setup.client(TokenBundle(access_token="x", refresh_token="y"))
     client._build()
     client.close()
@@ -637,10 +649,10 @@ async def test_replay_calendar_line_semantics(settings: Settings) -> None:
             "attendees": [{"email": "dr.smith@example.com", "name": "Dr. Smith"}],
         }
         alice = await replay.viewer("alice", "dm:alice")  # registers alice and her DM
-        await deliver_event(replay.services, alice.user_id, event, None)  # "from": null
+        await deliver_event(replay.services.calendar, alice.user_id, event, None)  # "from": null
         group = (await replay.viewer("alice", "group:fam")).thread
         await deliver_event(
-            replay.services,
+            replay.services.calendar,
             alice.user_id,
             {**event, "id": "e2", "title": "Call with Ann", "attendees": []},
             group,
@@ -660,9 +672,9 @@ async def test_replay_calendar_line_semantics(settings: Settings) -> None:
 async def test_redirect_server_for_polling_mode(world: World) -> None:
     import aiohttp
 
-    from integrations.calendar import start_oauth_server
+    from integrations.google.oauth_http import start_oauth_server
 
-    runner = await start_oauth_server(world.s, host="127.0.0.1", port=0)
+    runner = await start_oauth_server(oauth_routes(world.cal), host="127.0.0.1", port=0)
     try:
         host, port = runner.addresses[0][:2]
         async with aiohttp.ClientSession() as http:
@@ -747,7 +759,7 @@ async def test_listing_is_never_offered_nor_run_in_a_group(
         w = chat.world
         await w.connect(ALICE, ALICE_MAIL)
         w.google.put_event(ALICE_MAIL, {"id": "onc", "summary": SECRET_TITLE, **when(3, 10)})
-        group_tools = await CalendarTools.for_viewer(w.s, await w.viewer(ALICE, "group"))
+        group_tools = await CalendarTools.for_viewer(w.cal, await w.viewer(ALICE, "group"))
         assert group_tools.specs == [CREATE_EVENT]
         listings = w.google.count("GET")
         forced = await group_tools.run(ToolCall(id="1", name=LIST_EVENTS.name, arguments={}))
@@ -798,7 +810,7 @@ async def test_revoked_notice_comes_with_the_next_dm_reply(
         await w.connect(ALICE, ALICE_MAIL)
         w.google.revoke_account(ALICE_MAIL)
         w.google.expire_access_tokens()
-        assert (await sync_user(w.s, ALICE, config=FAST)).status == "revoked"
+        assert (await sync_user(w.cal, ALICE, config=FAST)).status == "revoked"
         # not in the group (everyone reads it there)
         assert REVOKED_NOTICE not in await chat.say(ALICE, "group", "@alfred hello")
         first = await chat.say(ALICE, "dm", "hello")
@@ -953,13 +965,13 @@ async def test_replay_calendar_line_is_skipped_with_the_flag_off(
 async def test_deliver_event_refuses_someone_elses_thread(world: World) -> None:
     event = {"id": "x1", "title": "Meeting with Dr. Smith", "start": "2026-03-07T10:00:00Z"}
     with pytest.raises(Denied):
-        await deliver_event(world.s, ALICE, event, world.thread("dm", BOB))
+        await deliver_event(world.cal, ALICE, event, world.thread("dm", BOB))
     with pytest.raises(Denied):  # Carol is not in Fam
-        await deliver_event(world.s, CAROL, event, world.thread("group", CAROL))
+        await deliver_event(world.cal, CAROL, event, world.thread("group", CAROL))
     with pytest.raises(Denied):  # Alice's own DM, but "created by" Bob
-        await deliver_event(world.s, ALICE, event, world.thread("dm", ALICE), creator_user_id=BOB)
+        await deliver_event(world.cal, ALICE, event, world.thread("dm", ALICE), creator_user_id=BOB)
     assert await world.facts() == []
-    done = await deliver_event(world.s, ALICE, event, world.thread("dm", ALICE))
+    done = await deliver_event(world.cal, ALICE, event, world.thread("dm", ALICE))
     assert done.stored == 1 and [f.partition for f in await world.facts()] == [Partition.dm(ALICE)]
 
 
@@ -969,7 +981,7 @@ async def test_deliver_event_refuses_someone_elses_thread(world: World) -> None:
 async def test_a_retried_create_makes_one_event(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
     quick = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.01)
-    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE), retry=quick)
+    tools = await CalendarTools.for_viewer(world.cal, await world.viewer(ALICE), retry=quick)
     world.google.fail(503, times=1, after=True)  # stored, but the answer is lost
     args = {"title": "Dentist appointment", "start": "2026-03-06T10:00"}
     done = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
@@ -989,11 +1001,11 @@ async def test_a_retried_create_makes_one_event(world: World) -> None:
 async def test_a_slow_google_never_blocks_the_sweep(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
     await world.connect(BOB, BOB_MAIL)
-    store = CalendarSetup.of(world.s).store
+    store = world.cal.store
     now = world.clock.now()
     world.google.stall()
     # past its deadline: a failure, pushed back, lease released
-    report = await sync_user(world.s, ALICE, config=dataclasses.replace(FAST, user_deadline=0.2))
+    report = await sync_user(world.cal, ALICE, config=dataclasses.replace(FAST, user_deadline=0.2))
     assert report.status == "retry_later" and "longer than" in (report.error or "")
     alice = await store.get(ALICE)
     assert alice is not None and alice.failures == 1
@@ -1001,7 +1013,7 @@ async def test_a_slow_google_never_blocks_the_sweep(world: World) -> None:
     # cancelled by the job's time limit: the same
     world.clock.advance(timedelta(seconds=1))  # Alice is the more overdue below
     world.google.held.clear()
-    bob_sync = asyncio.create_task(sync_user(world.s, BOB, config=FAST))
+    bob_sync = asyncio.create_task(sync_user(world.cal, BOB, config=FAST))
     await world.google.held.wait()  # Bob's sync is waiting on Google
     bob_sync.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -1014,14 +1026,14 @@ async def test_a_slow_google_never_blocks_the_sweep(world: World) -> None:
     # the sweep's own budget: it starts nobody once it is spent
     world.clock.advance(timedelta(minutes=6))
     tight = dataclasses.replace(FAST, user_deadline=30.0, sweep_budget=1.0)
-    sweep = await sync_due(world.s, config=tight)
+    sweep = await sync_due(world.cal, config=tight)
     assert [(u.user_id, u.status) for u in sweep.users] == [(ALICE, "retry_later")]
     # Google is back: Bob (not started, still due) and Carol are synced; Alice, who
     # failed twice, waits her back-off
     world.google.resume()
     await world.connect(CAROL, "carol@example.com")
     world.clock.advance(timedelta(minutes=1))
-    later = await sync_due(world.s, config=FAST)
+    later = await sync_due(world.cal, config=FAST)
     assert sorted((u.user_id, u.status) for u in later.users) == [
         (BOB, "synced"),
         (CAROL, "synced"),
@@ -1038,9 +1050,9 @@ async def test_revocation_notices_back_off_and_stop(world: World) -> None:
 
     world.google.revoke_account(ALICE_MAIL)
     world.google.expire_access_tokens()
-    await sync_due(world.s, config=FAST, notify=broken)
+    await sync_due(world.cal, config=FAST, notify=broken)
     assert attempts == [ALICE]
-    store = CalendarSetup.of(world.s).store
+    store = world.cal.store
     waits = []
     for _ in range(20):
         connection = await store.get(ALICE)
@@ -1048,20 +1060,20 @@ async def test_revocation_notices_back_off_and_stop(world: World) -> None:
         waits.append(connection.notice_retry_at - world.clock.now())
         world.clock.advance(timedelta(minutes=1))
         before = len(attempts)
-        await sync_due(world.s, config=FAST, notify=broken)
+        await sync_due(world.cal, config=FAST, notify=broken)
         assert len(attempts) == before, "not again before the back-off"
         world.clock.set(connection.notice_retry_at)
-        await sync_due(world.s, config=FAST, notify=broken)
+        await sync_due(world.cal, config=FAST, notify=broken)
         if len(attempts) == before:
             break
     assert len(attempts) == NOTICE_ATTEMPTS
     assert waits[:3] == [timedelta(minutes=5), timedelta(minutes=10), timedelta(minutes=20)]
     world.clock.advance(timedelta(days=7))
-    await sync_due(world.s, config=FAST, notify=broken)
+    await sync_due(world.cal, config=FAST, notify=broken)
     assert len(attempts) == NOTICE_ATTEMPTS
     # the reply path still tells her, once
-    assert await take_revoked_notice(world.s, ALICE) == REVOKED_NOTICE
-    assert await take_revoked_notice(world.s, ALICE) is None
+    assert await take_revoked_notice(world.cal, ALICE) == REVOKED_NOTICE
+    assert await take_revoked_notice(world.cal, ALICE) is None
 
 
 # --- smaller things -------------------------------------------------------------------
@@ -1069,7 +1081,7 @@ async def test_revocation_notices_back_off_and_stop(world: World) -> None:
 
 async def test_a_naive_start_takes_the_end_offset(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
-    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE))
+    tools = await CalendarTools.for_viewer(world.cal, await world.viewer(ALICE))
     args = {"title": "Call with Ann", "start": "2026-03-05T14:00", "end": "2026-03-05T15:30+02:00"}
     done = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
     assert done.startswith("Created"), done
@@ -1080,7 +1092,7 @@ async def test_a_naive_start_takes_the_end_offset(world: World) -> None:
 
 async def test_group_refusal_does_not_tell_who_connected(world: World) -> None:
     await world.connect(ALICE, ALICE_MAIL)
-    tools = await CalendarTools.for_viewer(world.s, await world.viewer(ALICE, "group"))
+    tools = await CalendarTools.for_viewer(world.cal, await world.viewer(ALICE, "group"))
     args = {"title": "Dentist appointment", "start": "2026-03-06T10:00", "for_member": "bob"}
     not_connected = await tools.run(ToolCall(id="1", name=CREATE_EVENT.name, arguments=args))
     await world.connect(BOB, BOB_MAIL)
@@ -1092,7 +1104,7 @@ async def test_group_refusal_does_not_tell_who_connected(world: World) -> None:
 async def test_redirect_pages_for_a_changed_key_and_a_database_failure(
     world: World, settings: Settings
 ) -> None:
-    url = await start_connect(world.s, ALICE)
+    url = await start_connect(world.cal, ALICE)
     query = parse_qs(urlsplit(url).query)
     code = world.google.issue_code(ALICE_MAIL, challenge=query["code_challenge"][0])
     state = query["state"][0]
@@ -1100,17 +1112,17 @@ async def test_redirect_pages_for_a_changed_key_and_a_database_failure(
     store = world.s.mongo.db[CONNECTIONS]
     await store.update_one({"_id": ALICE}, {"$set": {"pending.verifier": "not-a-token"}})
     app = web.Application()
-    app.add_routes(make_oauth_routes(world.s))
+    app.add_routes(oauth_routes(world.cal))
     async with TestClient(TestServer(app)) as http:
         changed = await http.get("/oauth/google", params={"state": state, "code": code})
         assert changed.status == 400 and "settings changed" in await changed.text()
     # the database is gone (a closed client): a page, not a 500
     closed = await build_services(world.s.settings, clock=world.clock, embedder=HashEmbedder())
     await closed.aclose()
-    url = await start_connect(world.s, ALICE)
+    url = await start_connect(world.cal, ALICE)
     query = parse_qs(urlsplit(url).query)
     app = web.Application()
-    app.add_routes(make_oauth_routes(closed))
+    app.add_routes(oauth_routes(closed.calendar))
     async with TestClient(TestServer(app)) as http:
         down = await http.get("/oauth/google", params={"state": query["state"][0], "code": "c"})
         assert down.status == 503 and "send /calendar" in await down.text()
@@ -1125,7 +1137,9 @@ async def test_redirect_server_on_a_taken_port_keeps_the_bot_running(
     try:
         port = taken.getsockname()[1]
         with caplog.at_level(logging.ERROR):
-            runner = await serve_oauth_redirect(world.s, host="127.0.0.1", port=port)
+            runner = await serve_oauth_redirect(
+                oauth_routes(world.cal), host="127.0.0.1", port=port
+            )
         assert runner is None
         assert any(
             "calendar redirect" in r.getMessage() and str(port) in r.getMessage()

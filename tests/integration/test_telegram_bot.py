@@ -744,9 +744,9 @@ async def test_calendar_redirect_is_served_in_both_modes(
     the person is told in Telegram and the connection is stored."""
     from cryptography.fernet import Fernet
 
-    from integrations.calendar.commands import IN_GROUP
-    from integrations.calendar.oauth import CONNECTED_NOTICE
-    from integrations.calendar.store import CONNECTIONS
+    from integrations.mongo.calendar_store import CONNECTIONS
+    from services.calendar.commands import IN_GROUP
+    from services.calendar.connect import CONNECTED_NOTICE
     from tests.helpers.fake_google import FakeGoogle
 
     # the local token endpoint is plain HTTP on loopback; oauthlib insists on HTTPS

@@ -14,16 +14,18 @@ from googleapiclient.discovery import build
 from googleapiclient.errors import HttpError
 from googleapiclient.http import HttpMockSequence
 
-from integrations.calendar.crypto import STATE_TTL, CalendarCrypto, InvalidState, UnreadableTokens
-from integrations.calendar.google_client import (
+from integrations.google.calendar_client import _Retryable, translate
+from integrations.google.crypto import CalendarCrypto
+from memory.calendar_ports import (
+    STATE_TTL,
     CalendarBadRequest,
     CalendarForbidden,
     CalendarRateLimited,
     CalendarRevoked,
+    InvalidState,
     RetryPolicy,
     SyncTokenExpired,
-    _Retryable,
-    translate,
+    UnreadableTokens,
 )
 from memory.errors import ConfigurationError, Unavailable
 

@@ -16,10 +16,15 @@ Errors are sorted here, once, into what a caller can act on:
 * other 403 → :class:`CalendarForbidden`; 400 → :class:`CalendarBadRequest`;
 * 409 → :class:`CalendarConflict`: an inserted event's client-chosen id exists. On a
   retried insert that means the first attempt was stored (its answer was lost), so
-  :meth:`CalendarClient.create_event` returns that event instead of making a second.
+  :meth:`GoogleCalendarClient.create_event` returns that event instead of making a
+  second.
 
 Access tokens are refreshed automatically by google-auth when they expire (or on a
-401); :attr:`CalendarClient.tokens_changed` tells the caller to store the new ones.
+401); :attr:`GoogleCalendarClient.tokens_changed` tells the caller to store the new ones.
+
+The errors and records (:class:`memory.calendar_ports.CalendarRevoked`,
+:class:`~memory.calendar_ports.TokenBundle`, …) belong to the domain: the calendar use
+cases act on them without knowing Google's libraries.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ import asyncio
 import json
 import logging
 import secrets
-import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,17 +44,21 @@ from google.oauth2.credentials import Credentials
 from google_auth_httplib2 import AuthorizedHttp
 from googleapiclient.discovery import build
 from googleapiclient.errors import HttpError
-from pydantic import BaseModel, Field
 
-from memory.errors import (
-    AlfredError,
-    BadInput,
-    ConfigurationError,
-    Denied,
-    RateLimited,
-    Unavailable,
+from memory.calendar_ports import (
+    PAGE_SIZE,
+    SYNC_RETRY,
+    CalendarBadRequest,
+    CalendarConflict,
+    CalendarForbidden,
+    CalendarRateLimited,
+    CalendarRevoked,
+    EventsPage,
+    RetryPolicy,
+    SyncTokenExpired,
+    TokenBundle,
 )
-from runtime.settings import Settings
+from memory.errors import AlfredError, ConfigurationError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -65,34 +73,8 @@ SCOPES = (
     "https://www.googleapis.com/auth/userinfo.email",
     "https://www.googleapis.com/auth/calendar.events",
 )
-#: Google's page size ceiling is 2,500; 250 keeps one page quick to process and store.
-PAGE_SIZE = 250
 _RATE_REASONS = {"rateLimitExceeded", "userRateLimitExceeded"}
 _QUOTA_REASONS = {"quotaExceeded", "dailyLimitExceeded"}
-
-
-class CalendarRevoked(Denied):
-    """The person revoked Alfred's access (or the refresh token expired): reconnect."""
-
-
-class SyncTokenExpired(AlfredError):
-    """Google answered 410 Gone: the sync token is no longer valid; do a full sync."""
-
-
-class CalendarForbidden(Denied):
-    """Google refused the operation (not a rate limit): retrying will not help."""
-
-
-class CalendarBadRequest(BadInput):
-    """Google rejected the request as malformed (e.g. an impossible event time)."""
-
-
-class CalendarConflict(AlfredError):
-    """Google answered 409: an event with this id exists already."""
-
-
-class CalendarRateLimited(RateLimited):
-    """Still rate limited after the retries: back off for longer."""
 
 
 @dataclass(frozen=True)
@@ -105,88 +87,35 @@ class GoogleEndpoints:
     #: Base URL of the Calendar API (``…/calendar/v3/``); None: the discovery document's.
     calendar_api: str | None = None
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> GoogleEndpoints:
-        base = (settings.google_oauth_base_url or "").rstrip("/")
-        api = settings.google_calendar_api_url
-        if api and not api.endswith("/"):
-            api += "/"
-        if not base:
-            return cls(calendar_api=api or None)
-        return cls(
-            auth_uri=f"{base}/auth",
-            token_uri=f"{base}/token",
-            revoke_uri=f"{base}/revoke",
-            calendar_api=api or None,
-        )
+
+def credentials(
+    tokens: TokenBundle, client_id: str, client_secret: str, token_uri: str
+) -> Credentials:
+    """google-auth credentials for a stored bundle."""
+    expiry = tokens.expiry.astimezone(UTC).replace(tzinfo=None) if tokens.expiry else None
+    make: Any = Credentials  # google-auth's constructor is untyped
+    creds: Credentials = make(
+        token=tokens.access_token,
+        refresh_token=tokens.refresh_token,
+        token_uri=token_uri,
+        client_id=client_id,
+        client_secret=client_secret,
+        scopes=list(tokens.scopes) or None,
+        expiry=expiry,
+    )
+    return creds
 
 
-class TokenBundle(BaseModel):
-    """What is stored (encrypted) for a connected calendar."""
-
-    access_token: str | None = None
-    refresh_token: str | None = None
-    #: When the access token expires (aware, UTC).
-    expiry: datetime | None = None
-    scopes: list[str] = Field(default_factory=list)
-    account_email: str | None = None
-
-    def credentials(self, client_id: str, client_secret: str, token_uri: str) -> Credentials:
-        expiry = self.expiry.astimezone(UTC).replace(tzinfo=None) if self.expiry else None
-        make: Any = Credentials  # google-auth's constructor is untyped
-        creds: Credentials = make(
-            token=self.access_token,
-            refresh_token=self.refresh_token,
-            token_uri=token_uri,
-            client_id=client_id,
-            client_secret=client_secret,
-            scopes=list(self.scopes) or None,
-            expiry=expiry,
-        )
-        return creds
-
-    def with_credentials(self, creds: Credentials) -> TokenBundle:
-        """This bundle updated from (possibly refreshed) credentials."""
-        expiry = creds.expiry.replace(tzinfo=UTC) if creds.expiry else None
-        return self.model_copy(
-            update={
-                "access_token": creds.token,
-                "refresh_token": creds.refresh_token or self.refresh_token,
-                "expiry": expiry,
-            }
-        )
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently a call is retried on rate limits and outages."""
-
-    attempts: int = 5
-    base_delay: float = 1.0
-    max_delay: float = 32.0
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
-        wait = float(min(self.max_delay, self.base_delay * 2.0**attempt))
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.max_delay))
-        return wait
-
-
-#: The sync is patient; a tool call on the reply path is not.
-SYNC_RETRY = RetryPolicy()
-TOOL_RETRY = RetryPolicy(attempts=2, base_delay=0.5, max_delay=2.0)
-
-
-@dataclass
-class EventsPage:
-    """One page of ``events.list``."""
-
-    items: list[dict[str, Any]]
-    next_page_token: str | None = None
-    next_sync_token: str | None = None
-    #: The calendar's own time zone (for times without an offset and all-day dates).
-    time_zone: str | None = None
+def with_credentials(tokens: TokenBundle, creds: Credentials) -> TokenBundle:
+    """The bundle updated from (possibly refreshed) credentials."""
+    expiry = creds.expiry.replace(tzinfo=UTC) if creds.expiry else None
+    return tokens.model_copy(
+        update={
+            "access_token": creds.token,
+            "refresh_token": creds.refresh_token or tokens.refresh_token,
+            "expiry": expiry,
+        }
+    )
 
 
 class _Retryable(Exception):
@@ -266,8 +195,9 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass
-class CalendarClient:
-    """One person's Google Calendar, for one operation at a time (not shared by tasks).
+class GoogleCalendarClient:
+    """One person's Google Calendar (a :class:`memory.calendar_ports.CalendarClient`),
+    for one operation at a time (not shared by tasks).
 
     The httplib2 connection is not thread-safe; each client is used by one coroutine,
     one call after another, each call in a worker thread.
@@ -286,8 +216,8 @@ class CalendarClient:
 
     def __post_init__(self) -> None:
         self._initial = self.tokens
-        self._creds = self.tokens.credentials(
-            self.client_id, self.client_secret, self.endpoints.token_uri
+        self._creds = credentials(
+            self.tokens, self.client_id, self.client_secret, self.endpoints.token_uri
         )
 
     @property
@@ -297,7 +227,7 @@ class CalendarClient:
 
     def current_tokens(self) -> TokenBundle:
         assert self._creds is not None
-        return self.tokens.with_credentials(self._creds)
+        return with_credentials(self.tokens, self._creds)
 
     def _build(self) -> Any:
         if self._service is None:
@@ -424,19 +354,7 @@ def new_event_id() -> str:
     return f"alfred{secrets.token_hex(16)}"
 
 
-async def revoke_token(token: str, endpoints: GoogleEndpoints, wait: float = 10.0) -> bool:
-    """Ask Google to revoke a token (on disconnect). Best effort: True if Google agreed."""
-
-    def run() -> bool:
-        http = httplib2.Http(timeout=wait)
-        url = f"{endpoints.revoke_uri}?{urllib.parse.urlencode({'token': token})}"
-        response, _ = http.request(
-            url, "POST", headers={"Content-Type": "application/x-www-form-urlencoded"}
-        )
-        return int(response.status) == 200
-
-    try:
-        return await asyncio.to_thread(run)
-    except (httplib2.HttpLib2Error, OSError) as exc:
-        log.info("token revocation failed: %s", type(exc).__name__)
-        return False
+def check_offline() -> None:
+    """Build the Calendar service from the discovery document inside the library, without
+    any network (``alfred doctor``: the installed client can work)."""
+    build("calendar", "v3", static_discovery=True, developerKey="offline-check").close()

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 
-from integrations.calendar.core import CalendarSetup
-from integrations.calendar.oauth import disconnect, start_connect
 from memory.errors import AlfredError, ConfigurationError
 from memory.models import ThreadKind, Viewer
-from runtime.container import Services
+from services.calendar.connect import disconnect, start_connect
+from services.calendar.feature import CalendarFeature
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +32,14 @@ USAGE = (
 NOT_CONNECTED = "Your Google Calendar isn't connected. Send /calendar to connect it."
 
 
-async def calendar_command(services: Services, viewer: Viewer, args: str = "") -> str:
+async def calendar_command(calendar: CalendarFeature, viewer: Viewer, args: str = "") -> str:
     """The reply to ``/calendar [args]`` from ``viewer`` (never raises for the person)."""
     if viewer.thread.kind is ThreadKind.GROUP:
         return IN_GROUP
     word = (args.strip().split() or [""])[0].lower()
-    setup = CalendarSetup.of(services)
     try:
         if word in ("off", "disconnect", "stop"):
-            if await disconnect(services, viewer.user_id):
+            if await disconnect(calendar, viewer.user_id):
                 return (
                     "Done — your Google Calendar is disconnected: I've deleted my access and "
                     "stopped syncing. What I already remember from it stays until you ask me "
@@ -50,7 +48,7 @@ async def calendar_command(services: Services, viewer: Viewer, args: str = "") -
             return NOT_CONNECTED
         if word in ("allow", "deny"):
             allow = word == "allow"
-            if not await setup.store.set_allow(viewer.user_id, allow):
+            if not await calendar.store.set_allow(viewer.user_id, allow):
                 return NOT_CONNECTED
             if allow:
                 return (
@@ -60,13 +58,13 @@ async def calendar_command(services: Services, viewer: Viewer, args: str = "") -
             return "OK — only you can add events to your calendar through me."
         if word not in ("", "connect", "status"):
             return USAGE
-        problem = setup.problem()
+        problem = calendar.problem()
         if problem is not None:
             return problem
-        connection = await setup.store.get(viewer.user_id)
+        connection = await calendar.store.get(viewer.user_id)
         if connection is not None and connection.connected and word != "connect":
-            return await _status(setup, viewer.user_id)
-        url = await start_connect(services, viewer.user_id)
+            return await _status(calendar, viewer.user_id)
+        url = await start_connect(calendar, viewer.user_id)
     except ConfigurationError as exc:
         return exc.message
     except AlfredError as exc:
@@ -79,10 +77,10 @@ async def calendar_command(services: Services, viewer: Viewer, args: str = "") -
     )
 
 
-async def _status(setup: CalendarSetup, user_id: str) -> str:
-    connection = await setup.store.get(user_id)
+async def _status(calendar: CalendarFeature, user_id: str) -> str:
+    connection = await calendar.store.get(user_id)
     assert connection is not None
-    email = await setup.account_email(connection)
+    email = await calendar.account_email(connection)
     lines = [f"Your Google Calendar{f' ({email})' if email else ''} is connected."]
     if connection.last_sync_at is not None:
         lines.append(f"Last synced: {connection.last_sync_at:%Y-%m-%d %H:%M} UTC.")

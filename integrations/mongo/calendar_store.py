@@ -13,88 +13,44 @@ the sync can invalidate it when the event is cancelled or moved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.calendar_ports import CalendarConnection, MemoryLink
 
 Document = dict[str, Any]
 
 CONNECTIONS = "calendar_connections"
 LINKS = "calendar_memory_links"
 
-Status = Literal["new", "connected", "revoked"]
+
+def _connection(doc: Document) -> CalendarConnection:
+    return CalendarConnection(
+        user_id=str(doc["_id"]),
+        status=doc.get("status", "new"),
+        tokens=doc.get("tokens"),
+        sync_token=doc.get("sync_token"),
+        page_token=doc.get("page_token"),
+        generation=int(doc.get("generation", 0)),
+        full_sync=bool(doc.get("full_sync", True)),
+        allow_others_to_create=bool(doc.get("allow_others_to_create", False)),
+        notified_revoked=bool(doc.get("notified_revoked", False)),
+        notice_attempts=int(doc.get("notice_attempts", 0)),
+        notice_retry_at=doc.get("notice_retry_at"),
+        time_zone=doc.get("time_zone"),
+        connected_at=doc.get("connected_at"),
+        last_sync_at=doc.get("last_sync_at"),
+        next_sync_at=doc.get("next_sync_at"),
+        failures=int(doc.get("failures", 0)),
+        last_error=doc.get("last_error"),
+    )
 
 
-@dataclass(frozen=True)
-class CalendarConnection:
-    """A user's calendar connection, as stored (tokens still encrypted)."""
-
-    user_id: str
-    status: Status
-    tokens: str | None = None
-    sync_token: str | None = None
-    page_token: str | None = None
-    #: Bumped when a full sync starts; links not seen by the end of it are stale.
-    generation: int = 0
-    full_sync: bool = True
-    allow_others_to_create: bool = False
-    notified_revoked: bool = False
-    #: Failed attempts to send the revocation notice, and when the sweep may try again.
-    notice_attempts: int = 0
-    notice_retry_at: datetime | None = None
-    time_zone: str | None = None
-    connected_at: datetime | None = None
-    last_sync_at: datetime | None = None
-    next_sync_at: datetime | None = None
-    failures: int = 0
-    last_error: str | None = None
-
-    @property
-    def connected(self) -> bool:
-        return self.status == "connected" and self.tokens is not None
-
-    @classmethod
-    def from_doc(cls, doc: Document) -> CalendarConnection:
-        return cls(
-            user_id=str(doc["_id"]),
-            status=doc.get("status", "new"),
-            tokens=doc.get("tokens"),
-            sync_token=doc.get("sync_token"),
-            page_token=doc.get("page_token"),
-            generation=int(doc.get("generation", 0)),
-            full_sync=bool(doc.get("full_sync", True)),
-            allow_others_to_create=bool(doc.get("allow_others_to_create", False)),
-            notified_revoked=bool(doc.get("notified_revoked", False)),
-            notice_attempts=int(doc.get("notice_attempts", 0)),
-            notice_retry_at=doc.get("notice_retry_at"),
-            time_zone=doc.get("time_zone"),
-            connected_at=doc.get("connected_at"),
-            last_sync_at=doc.get("last_sync_at"),
-            next_sync_at=doc.get("next_sync_at"),
-            failures=int(doc.get("failures", 0)),
-            last_error=doc.get("last_error"),
-        )
-
-
-@dataclass(frozen=True)
-class MemoryLink:
-    """A context fact derived from an event, valid until ``expires_at``."""
-
-    id: str
-    fact_id: str
-    owner_user_id: str
-    event_id: str
-    #: The fact's content hash when linked: a re-worded event no longer matches it.
-    content_hash: str
-    expires_at: datetime | None
-    generation: int
-
-
-class CalendarStore:
-    """The two calendar collections."""
+class MongoCalendarStore:
+    """The two calendar collections, as :class:`memory.calendar_ports.CalendarStore`."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
         self._conn = db[CONNECTIONS]
@@ -104,11 +60,11 @@ class CalendarStore:
 
     async def get(self, user_id: str) -> CalendarConnection | None:
         doc = await self._conn.find_one({"_id": user_id})
-        return CalendarConnection.from_doc(doc) if doc else None
+        return _connection(doc) if doc else None
 
     async def many(self, user_ids: list[str]) -> list[CalendarConnection]:
         cursor = self._conn.find({"_id": {"$in": user_ids}})
-        return [CalendarConnection.from_doc(d) async for d in cursor]
+        return [_connection(d) async for d in cursor]
 
     async def set_pending(
         self, user_id: str, nonce: str, verifier: str, expires_at: datetime, now: datetime
@@ -171,7 +127,7 @@ class CalendarStore:
     async def delete(self, user_id: str) -> CalendarConnection | None:
         """Disconnect: the document, tokens included, is removed."""
         doc = await self._conn.find_one_and_delete({"_id": user_id})
-        return CalendarConnection.from_doc(doc) if doc else None
+        return _connection(doc) if doc else None
 
     async def set_allow(self, user_id: str, allow: bool) -> bool:
         result = await self._conn.update_one(
@@ -382,6 +338,12 @@ class CalendarStore:
         """Erase a user's calendar state entirely (disconnect, or "forget everything")."""
         await self._conn.delete_one({"_id": user_id})
         await self._links.delete_many({"owner_user_id": user_id})
+
+    async def footprint(self, user_id: str) -> dict[str, int]:
+        return {
+            CONNECTIONS: await self._conn.count_documents({"_id": user_id}),
+            LINKS: await self._links.count_documents({"owner_user_id": user_id}),
+        }
 
 
 def _link(doc: Document) -> MemoryLink:

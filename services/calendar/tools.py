@@ -17,28 +17,31 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from integrations.calendar.core import CalendarSetup
-from integrations.calendar.crypto import UnreadableTokens
-from integrations.calendar.deliver import deliver_event
-from integrations.calendar.google_client import (
+from memory.calendar_memories import describe_when, is_person_address, parse_event
+from memory.calendar_ports import (
     TOOL_RETRY,
     CalendarBadRequest,
+    CalendarClient,
+    CalendarConnection,
     CalendarForbidden,
     CalendarRevoked,
+    EventsPage,
     RetryPolicy,
+    UnreadableTokens,
 )
-from integrations.calendar.store import CalendarConnection
-from memory.calendar_memories import describe_when, is_person_address, parse_event
 from memory.errors import AlfredError, Unavailable
 from memory.llm import ToolCall, ToolSpec
 from memory.models import ThreadKind, User, Viewer
-from runtime.container import Services
+from services.calendar.deliver import deliver_event
+from services.calendar.feature import CalendarFeature
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 LIST_EVENTS = ToolSpec(
     name="list_calendar_events",
@@ -131,31 +134,30 @@ class _ToolInputError(Exception):
 class CalendarTools:
     """The calendar tools for one speaker in one chat."""
 
-    services: Services
+    calendar: CalendarFeature
     viewer: Viewer
     specs: list[ToolSpec] = field(default_factory=list)
     retry: RetryPolicy = TOOL_RETRY
 
     @classmethod
     async def for_viewer(
-        cls, services: Services, viewer: Viewer, *, retry: RetryPolicy = TOOL_RETRY
+        cls, calendar: CalendarFeature, viewer: Viewer, *, retry: RetryPolicy = TOOL_RETRY
     ) -> CalendarTools:
         """The tools this speaker may use here (none when calendars are off)."""
-        tools = cls(services, viewer, retry=retry)
-        setup = CalendarSetup.of(services)
-        if setup.problem() is not None:
+        tools = cls(calendar, viewer, retry=retry)
+        if calendar.problem() is not None:
             return tools
-        own = await setup.store.get(viewer.user_id)
+        own = await calendar.store.get(viewer.user_id)
         if own is not None and own.connected:
             # Listing reads private events out loud: only in the speaker's own DM, never
             # where other members would see the reply (DESIGN.md §3).
             in_own_dm = _in_own_dm(viewer)
             tools.specs = [LIST_EVENTS, CREATE_EVENT] if in_own_dm else [CREATE_EVENT]
         elif viewer.thread.kind is ThreadKind.GROUP and viewer.thread.circle_id:
-            members = await services.directory.members(viewer.thread.circle_id)
+            members = await calendar.directory.members(viewer.thread.circle_id)
             others = [m.id for m in members if m.id != viewer.user_id]
             if any(
-                c.connected and c.allow_others_to_create for c in await setup.store.many(others)
+                c.connected and c.allow_others_to_create for c in await calendar.store.many(others)
             ):
                 tools.specs = [CREATE_EVENT]
         return tools
@@ -186,32 +188,34 @@ class CalendarTools:
     # --- helpers -----------------------------------------------------------------------
 
     async def _connection(self, user_id: str) -> CalendarConnection | None:
-        connection = await CalendarSetup.of(self.services).store.get(user_id)
+        connection = await self.calendar.store.get(user_id)
         return connection if connection is not None and connection.connected else None
 
-    async def _with_client(self, connection: CalendarConnection, action: Any) -> Any:
+    async def _with_client(
+        self, connection: CalendarConnection, action: Callable[[CalendarClient], Awaitable[T]]
+    ) -> T:
         """Run ``action(client)``; store refreshed tokens; handle a revoked calendar."""
-        setup = CalendarSetup.of(self.services)
+        calendar = self.calendar
         try:
-            client = setup.client(setup.tokens(connection), retry=self.retry)
+            client = calendar.client(calendar.tokens(connection), retry=self.retry)
         except UnreadableTokens:
-            await setup.store.mark_revoked(
-                connection.user_id, self.services.clock.now(), "tokens unreadable"
+            await calendar.store.mark_revoked(
+                connection.user_id, calendar.clock.now(), "tokens unreadable"
             )
             raise CalendarRevoked("tokens unreadable") from None
         try:
             return await action(client)
         except CalendarRevoked:
-            await setup.store.mark_revoked(
-                connection.user_id, self.services.clock.now(), "revoked (seen by a tool)"
+            await calendar.store.mark_revoked(
+                connection.user_id, calendar.clock.now(), "revoked (seen by a tool)"
             )
             if connection.user_id == self.viewer.user_id:
                 # The model tells the speaker now; no second notice later.
-                await setup.store.take_revoked_notice(connection.user_id)
+                await calendar.store.take_revoked_notice(connection.user_id)
             raise
         finally:
             with contextlib.suppress(AlfredError):
-                await setup.save_refreshed(connection.user_id, client)
+                await calendar.save_refreshed(connection.user_id, client)
             client.close()
 
     # --- list ------------------------------------------------------------------------
@@ -224,9 +228,9 @@ class CalendarTools:
             return NOT_CONNECTED
         days = _int(args.get("days"), 7, 1, 60)
         limit = _int(args.get("limit"), 10, 1, 25)
-        now = self.services.clock.now()
+        now = self.calendar.clock.now()
 
-        async def action(client: Any) -> Any:
+        async def action(client: CalendarClient) -> EventsPage:
             return await client.upcoming(start=now, end=now + timedelta(days=days), limit=limit)
 
         try:
@@ -235,9 +239,7 @@ class CalendarTools:
             return REVOKED
         zone = page.time_zone or connection.time_zone
         if page.time_zone and page.time_zone != connection.time_zone:
-            await CalendarSetup.of(self.services).store.set_time_zone(
-                connection.user_id, page.time_zone
-            )
+            await self.calendar.store.set_time_zone(connection.user_id, page.time_zone)
         lines = []
         for raw in page.items:
             event = parse_event(raw, default_zone=zone)
@@ -258,13 +260,13 @@ class CalendarTools:
             return speaker, "your"
         wanted = name.strip().lstrip("@").casefold()
         if self.viewer.thread.kind is not ThreadKind.GROUP or not self.viewer.thread.circle_id:
-            me = await self.services.directory.user(speaker)
+            me = await self.calendar.directory.user(speaker)
             if me is not None and _matches(me, wanted):
                 return speaker, "your"
             raise _ToolInputError(
                 "in a private chat, events can only be added to the speaker's own calendar"
             )
-        members = await self.services.directory.members(self.viewer.thread.circle_id)
+        members = await self.calendar.directory.members(self.viewer.thread.circle_id)
         found = [m for m in members if _matches(m, wanted)]
         if not found:
             found = [m for m in members if m.name.split()[0].casefold() == wanted]
@@ -304,12 +306,12 @@ class CalendarTools:
             body["attendees"] = attendees
 
         zone = connection.time_zone
-        store = CalendarSetup.of(self.services).store
+        store = self.calendar.store
 
-        async def action(client: Any) -> Any:
+        async def action(client: CalendarClient) -> dict[str, Any]:
             nonlocal zone
             if zone is None:  # not synced yet: ask the calendar for its time zone once
-                now = self.services.clock.now()
+                now = self.calendar.clock.now()
                 page = await client.upcoming(start=now, end=now + timedelta(days=1), limit=1)
                 zone = page.time_zone
                 if zone:
@@ -323,7 +325,7 @@ class CalendarTools:
             return REVOKED
         try:
             await deliver_event(
-                self.services,
+                self.calendar,
                 owner_id,
                 created,
                 self.viewer.thread,

@@ -19,7 +19,7 @@ What goes wrong is kept to one user and one run, never the process:
 * a revoked token → the connection is marked revoked, its tokens deleted, syncing
   stops, and the person is told once (now through ``notify``, or on their next DM);
   a notice that cannot be sent is tried again with back-off, a few times only
-  (:data:`integrations.calendar.core.NOTICE_ATTEMPTS`), and in any case on their next
+  (:data:`services.calendar.feature.NOTICE_ATTEMPTS`), and in any case on their next
   DM.
 """
 
@@ -32,20 +32,20 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from integrations.calendar.core import NOTICE_ATTEMPTS, CalendarSetup, Notify
-from integrations.calendar.crypto import UnreadableTokens
-from integrations.calendar.deliver import DeliveryReport, EventMemories, expire_calendar_memories
-from integrations.calendar.google_client import (
+from memory.calendar_ports import (
     PAGE_SIZE,
     SYNC_RETRY,
+    CalendarConnection,
     CalendarRevoked,
+    Notify,
     RetryPolicy,
     SyncTokenExpired,
+    UnreadableTokens,
 )
-from integrations.calendar.store import CalendarConnection
 from memory.errors import AlfredError, RateLimited
 from memory.models import Partition
-from runtime.container import Services
+from services.calendar.deliver import DeliveryReport, EventMemories, expire_calendar_memories
+from services.calendar.feature import NOTICE_ATTEMPTS, CalendarFeature
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class SweepReport:
 
 
 async def sync_user(
-    services: Services,
+    calendar: CalendarFeature,
     user_id: str,
     *,
     notify: Notify | None = None,
@@ -129,37 +129,36 @@ async def sync_user(
     """
     config = config or SyncConfig()
     limit = config.user_deadline if deadline is None else deadline
-    setup = CalendarSetup.of(services)
     report = SyncReport(user_id)
-    if setup.problem() is not None:
+    if calendar.problem() is not None:
         report.status, report.error = "skipped", "calendar not configured"
         return report
-    now = services.clock.now()
-    connection = await setup.store.get(user_id)
+    now = calendar.clock.now()
+    connection = await calendar.store.get(user_id)
     if connection is None or not connection.connected:
         report.status = "skipped"
         return report
-    if not await setup.store.lease(user_id, now, now + config.lease):
+    if not await calendar.store.lease(user_id, now, now + config.lease):
         report.status, report.error = "skipped", "another sync holds the lease"
         return report
     try:
         async with asyncio.timeout(limit):
-            return await _run(services, setup, connection, report, notify, config, now)
+            return await _run(calendar, connection, report, notify, config, now)
     except TimeoutError:
         report.status, report.error = "retry_later", f"the sync took longer than {limit:g}s"
-        await _failed(setup, connection, config, now, report.error)
+        await _failed(calendar, connection, config, now, report.error)
         return report
     except asyncio.CancelledError:
         with contextlib.suppress(Exception):
-            await _failed(setup, connection, config, now, "the sync was cancelled")
+            await _failed(calendar, connection, config, now, "the sync was cancelled")
         raise
     except Exception:
-        await setup.store.release(user_id)
+        await calendar.store.release(user_id)
         raise
 
 
 async def _failed(
-    setup: CalendarSetup,
+    calendar: CalendarFeature,
     connection: CalendarConnection,
     config: SyncConfig,
     now: datetime,
@@ -170,13 +169,12 @@ async def _failed(
     wait = config.backoff(connection.failures + 1)
     if retry_after:
         wait = max(wait, timedelta(seconds=retry_after))
-    await setup.store.finish_run(connection.user_id, now, now + wait, error=error)
+    await calendar.store.finish_run(connection.user_id, now, now + wait, error=error)
     return wait
 
 
 async def _run(
-    services: Services,
-    setup: CalendarSetup,
+    calendar: CalendarFeature,
     connection: CalendarConnection,
     report: SyncReport,
     notify: Notify | None,
@@ -188,12 +186,12 @@ async def _run(
     client = None
     try:
         try:
-            tokens = setup.tokens(connection)
+            tokens = calendar.tokens(connection)
         except UnreadableTokens as exc:
             raise CalendarRevoked(exc.message) from exc
-        client = setup.client(tokens, retry=config.retry)
+        client = calendar.client(tokens, retry=config.retry)
         memories = await EventMemories(
-            services, user_id, generation=connection.generation
+            calendar, user_id, generation=connection.generation
         ).prepare()
         partition = Partition.dm(user_id)
         sync_token, page_token = connection.sync_token, connection.page_token
@@ -210,7 +208,7 @@ async def _run(
                 if report.resynced:
                     raise
                 log.info("calendar sync token expired for a user: full sync")
-                memories.generation = await setup.store.start_full_sync(user_id)
+                memories.generation = await calendar.store.start_full_sync(user_id)
                 sync_token = page_token = None
                 full = report.full_sync = report.resynced = True
                 continue
@@ -228,7 +226,7 @@ async def _run(
             processed += len(page.items)
             if page.next_page_token:
                 page_token = page.next_page_token
-                await setup.store.save_progress(
+                await calendar.store.save_progress(
                     user_id,
                     page_token=page_token,
                     sync_token=sync_token,
@@ -239,7 +237,7 @@ async def _run(
                     report.status = "partial"
                     break
                 continue
-            await setup.store.save_progress(
+            await calendar.store.save_progress(
                 user_id,
                 page_token=None,
                 sync_token=page.next_sync_token,
@@ -249,23 +247,23 @@ async def _run(
             if full:
                 report.invalidated += await memories.sweep_stale(memories.generation)
             break
-        await setup.save_refreshed(user_id, client)
-        next_at = now if report.status == "partial" else now + _interval(services)
-        await setup.store.finish_run(user_id, now, next_at)
+        await calendar.save_refreshed(user_id, client)
+        next_at = now if report.status == "partial" else now + calendar.sync_interval
+        await calendar.store.finish_run(user_id, now, next_at)
         return report
     except CalendarRevoked as exc:
-        await setup.store.mark_revoked(user_id, now, exc.message)
-        await setup.store.release(user_id)
-        await setup.tell_revoked(user_id, notify)
+        await calendar.store.mark_revoked(user_id, now, exc.message)
+        await calendar.store.release(user_id)
+        await calendar.tell_revoked(user_id, notify)
         report.status, report.error = "revoked", exc.message
         return report
     except AlfredError as exc:
         # Google down, rate limited, refused, or our database hiccuped: try later.
         if client is not None:
             with contextlib.suppress(AlfredError):
-                await setup.save_refreshed(user_id, client)
+                await calendar.save_refreshed(user_id, client)
         retry_after = exc.retry_after if isinstance(exc, RateLimited) else None
-        wait = await _failed(setup, connection, config, now, exc.message, retry_after)
+        wait = await _failed(calendar, connection, config, now, exc.message, retry_after)
         log.warning("calendar sync failed (%s); next try in %s", exc.message, wait)
         report.status, report.error = "retry_later", exc.message
         return report
@@ -274,12 +272,8 @@ async def _run(
             client.close()
 
 
-def _interval(services: Services) -> timedelta:
-    return timedelta(minutes=services.settings.calendar_sync_minutes)
-
-
 async def sync_due(
-    services: Services,
+    calendar: CalendarFeature,
     *,
     notify: Notify | None = None,
     config: SyncConfig | None = None,
@@ -288,31 +282,30 @@ async def sync_due(
     deliver revocation notices still owed. One user's failure never stops the others."""
     config = config or SyncConfig()
     sweep = SweepReport()
-    sweep.expired = await expire_calendar_memories(services)
-    setup = CalendarSetup.of(services)
-    if setup.problem() is not None:
+    sweep.expired = await expire_calendar_memories(calendar)
+    if calendar.problem() is not None:
         return sweep
     loop = asyncio.get_running_loop()
     ends = loop.time() + config.sweep_budget
-    for user_id in await setup.store.due(services.clock.now(), limit=config.users_per_sweep):
+    for user_id in await calendar.store.due(calendar.clock.now(), limit=config.users_per_sweep):
         left = ends - loop.time()
         if left <= 0:  # the rest are still due: the next tick takes them
             break
         deadline = min(config.user_deadline, left)
         try:
             sweep.users.append(
-                await sync_user(services, user_id, notify=notify, config=config, deadline=deadline)
+                await sync_user(calendar, user_id, notify=notify, config=config, deadline=deadline)
             )
         except Exception as exc:  # a bug for one user must not starve the others
             log.exception("calendar sync of a user crashed")
             sweep.users.append(SyncReport(user_id, status="retry_later", error=repr(exc)))
-            now = services.clock.now()
-            await setup.store.finish_run(user_id, now, now + config.backoff(1), error=repr(exc))
+            now = calendar.clock.now()
+            await calendar.store.finish_run(user_id, now, now + config.backoff(1), error=repr(exc))
     if notify is not None:
-        due_notices = await setup.store.revoked_unnotified(
-            services.clock.now(), max_attempts=NOTICE_ATTEMPTS
+        due_notices = await calendar.store.revoked_unnotified(
+            calendar.clock.now(), max_attempts=NOTICE_ATTEMPTS
         )
         for user_id in due_notices:
-            if await setup.tell_revoked(user_id, notify):
+            if await calendar.tell_revoked(user_id, notify):
                 sweep.notices += 1
     return sweep

@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from integrations.calendar.core import CalendarSetup
-from integrations.calendar.store import CalendarStore, MemoryLink
 from memory.calendar_memories import CalendarEvent, DerivedMemory, derive_memories, parse_event
+from memory.calendar_ports import CalendarStore, MemoryLink
 from memory.errors import Denied
 from memory.facts import clip_words
 from memory.ids import content_hash
 from memory.models import Category, Fact, Partition, Provenance, Thread, ThreadKind
-from runtime.container import Services
+from services.calendar.feature import CalendarFeature
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +73,13 @@ def event_partition(
 class EventMemories:
     """Derives and stores the memories of one owner's events (batching for the sync)."""
 
-    def __init__(self, services: Services, owner_user_id: str, *, generation: int = 0) -> None:
-        self.s = services
+    def __init__(
+        self, calendar: CalendarFeature, owner_user_id: str, *, generation: int = 0
+    ) -> None:
+        self.calendar = calendar
         self.owner_user_id = owner_user_id
         self.generation = generation
-        self.setup = CalendarSetup.of(services)
-        self.store: CalendarStore = self.setup.store
+        self.store: CalendarStore = calendar.store
         self.owner_name = owner_user_id
         self.excluded_emails: set[str] = set()
         self.excluded_names: set[str] = set()
@@ -88,7 +88,7 @@ class EventMemories:
     async def prepare(self) -> EventMemories:
         """Read the owner's name and everyone who must never become a contact: the
         owner's own address and the people of every circle the owner is in."""
-        d = self.s.directory
+        d = self.calendar.directory
         owner = await d.user(self.owner_user_id)
         if owner is not None:
             self.owner_name = owner.name
@@ -101,7 +101,7 @@ class EventMemories:
             u.username for u in users.values() if u.username
         }
         for connection in await self.store.many(sorted(people)):
-            email = await self.setup.account_email(connection)
+            email = await self.calendar.account_email(connection)
             if email:
                 self.excluded_emails.add(email.lower())
         own = await self.store.get(self.owner_user_id)
@@ -121,7 +121,7 @@ class EventMemories:
         """Derive and store memories for a batch of events: one embedding call, and a
         handful of queries per batch, not per event (a sync page holds 250)."""
         report = DeliveryReport()
-        now = self.s.clock.now()
+        now = self.calendar.clock.now()
         events: list[CalendarEvent] = []
         for raw in raw_events:
             report.events += 1
@@ -173,7 +173,9 @@ class EventMemories:
                 else:
                     outdated.append((link, "the event changed"))
         stored = (
-            await self.s.writer.add_many(items, subject_user_id=self.owner_user_id) if items else []
+            await self.calendar.writer.add_many(items, subject_user_id=self.owner_user_id)
+            if items
+            else []
         )
         for (fact, new), link_to in zip(stored, expiry, strict=True):
             if new:
@@ -198,19 +200,19 @@ class EventMemories:
         return report
 
     async def _mirror(self, fact: Fact) -> None:
-        if self.s.mirror is None:
+        if self.calendar.mirror is None:
             return
         try:
-            await self.s.mirror.mirror(fact)
+            await self.calendar.mirror.mirror(fact)
         except Exception as exc:  # mem0 is optional; the fact is stored
             log.warning("mem0 mirror of a calendar fact failed: %s", type(exc).__name__)
 
     async def _invalidate(self, links: list[tuple[MemoryLink, str]]) -> int:
         """Invalidate the facts of outdated links (kept as history) and close the links."""
-        now = self.s.clock.now()
+        now = self.calendar.clock.now()
         count = 0
         for link, reason in links:
-            if await self.s.facts.invalidate(link.fact_id, at=now, reason=reason):
+            if await self.calendar.facts.invalidate(link.fact_id, at=now, reason=reason):
                 count += 1
         await self.store.deactivate([link.id for link, _ in links], now)
         return count
@@ -232,7 +234,7 @@ class EventMemories:
 
 
 async def deliver_event(
-    services: Services,
+    calendar: CalendarFeature,
     owner_user_id: str,
     event: Mapping[str, Any],
     from_thread: Thread | None,
@@ -249,8 +251,8 @@ async def deliver_event(
     nothing new; a cancelled event invalidates what it had given.
     """
     if from_thread is not None:
-        await _check_thread(services, owner_user_id, from_thread, creator_user_id)
-    memories = await EventMemories(services, owner_user_id).prepare()
+        await _check_thread(calendar, owner_user_id, from_thread, creator_user_id)
+    memories = await EventMemories(calendar, owner_user_id).prepare()
     if from_thread is not None and from_thread.kind is ThreadKind.DM:
         creator_user_id = from_thread.user_id
     partition = event_partition(owner_user_id, from_thread, creator_user_id)
@@ -267,7 +269,7 @@ async def deliver_event(
 
 
 async def _check_thread(
-    services: Services, owner_user_id: str, thread: Thread, creator_user_id: str | None
+    calendar: CalendarFeature, owner_user_id: str, thread: Thread, creator_user_id: str | None
 ) -> None:
     """Refuse a thread an event of ``owner_user_id`` cannot have come from: another
     person's DM (their partition would get the owner's private event), or a group the
@@ -278,26 +280,28 @@ async def _check_thread(
         return
     if thread.circle_id is None:
         raise Denied("a calendar event from a group needs the group's circle")
-    members = {m.id for m in await services.directory.members(thread.circle_id)}
+    members = {m.id for m in await calendar.directory.members(thread.circle_id)}
     if owner_user_id not in members or (creator_user_id or owner_user_id) not in members:
         raise Denied("a calendar event can only come from a group its owner and creator are in")
 
 
-async def expire_calendar_memories(services: Services, *, now: datetime | None = None) -> int:
+async def expire_calendar_memories(
+    calendar: CalendarFeature, *, now: datetime | None = None
+) -> int:
     """The duty: invalidate context facts of events that are over. Returns how many.
 
     "Alice has a meeting with Dr. Smith on Tuesday…" is true until the meeting ends;
     afterwards it is kept as history (``invalid_at``) and leaves retrieval.
     """
-    store = CalendarStore(services.mongo.db)
-    now = now or services.clock.now()
+    store = calendar.store
+    now = now or calendar.clock.now()
     total = 0
     while True:
         batch = await store.expired(now)
         if not batch:
             return total
         for link in batch:
-            if await services.facts.invalidate(
+            if await calendar.facts.invalidate(
                 link.fact_id, at=now, reason="the calendar event is over"
             ):
                 total += 1

@@ -19,37 +19,17 @@ import binascii
 import hashlib
 import hmac
 import json
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from memory.errors import AlfredError, ConfigurationError
-from runtime.settings import Settings
+from memory.calendar_ports import STATE_TTL, InvalidState, StateClaims, UnreadableTokens
+from memory.errors import ConfigurationError
 
-#: How long a /calendar link stays usable.
-STATE_TTL = timedelta(minutes=10)
 _STATE_LABEL = b"alfred/calendar/oauth-state/v1"
-
-
-class InvalidState(AlfredError):
-    """An OAuth ``state`` that is malformed, forged or expired."""
-
-
-class UnreadableTokens(AlfredError):
-    """Stored tokens that no configured key can decrypt (the key was changed or lost)."""
-
-
-@dataclass(frozen=True)
-class StateClaims:
-    """What a verified state says: who asked, and which pending request it answers."""
-
-    user_id: str
-    nonce: str
-    expires_at: datetime
 
 
 def _b64(data: bytes) -> str:
@@ -61,7 +41,8 @@ def _unb64(text: str) -> bytes:
 
 
 class CalendarCrypto:
-    """Encrypts token bundles and signs OAuth states with keys from the environment."""
+    """Encrypts token bundles and signs OAuth states (a
+    :class:`memory.calendar_ports.TokenCipher`) with the given comma-separated keys."""
 
     def __init__(self, key_material: str) -> None:
         keys = [k.strip() for k in key_material.split(",") if k.strip()]
@@ -81,15 +62,6 @@ class CalendarCrypto:
     @staticmethod
     def _derive(key: bytes) -> bytes:
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_STATE_LABEL).derive(key)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> CalendarCrypto | None:
-        """The crypto for the configured key, or None when no key is set (connecting is
-        then refused: tokens are never stored unencrypted)."""
-        if settings.calendar_encryption_key is None:
-            return None
-        material = settings.calendar_encryption_key.get_secret_value()
-        return cls(material) if material.strip() else None
 
     # --- tokens --------------------------------------------------------------------
 

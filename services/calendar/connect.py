@@ -1,0 +1,154 @@
+"""Connecting, disconnecting and forgetting a Google Calendar (the OAuth use cases).
+
+1. ``/calendar`` in a DM → :func:`start_connect`: Google's consent URL with a signed,
+   expiring ``state`` naming the Telegram user and a one-time nonce; the PKCE verifier
+   is kept (encrypted) with the nonce.
+2. Google redirects to Alfred's endpoint (``integrations.google.oauth_http``), which
+   calls :func:`complete_connect`: the state is checked (signature, expiry), the nonce
+   is consumed (a link works once), the code is exchanged for tokens, the tokens are
+   stored encrypted for the user the state names, and the person is told in Telegram.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from memory.calendar_ports import (
+    STATE_TTL,
+    ConnectionNotSaved,
+    InvalidState,
+    Notify,
+)
+from memory.errors import AlfredError, ConfigurationError
+from memory.ids import new_id
+from services.calendar.feature import CalendarFeature
+
+log = logging.getLogger(__name__)
+
+CONNECTED_NOTICE = (
+    "Your Google Calendar is connected. I'll remember useful things from it (who you meet, "
+    "upcoming appointments), and that stays in our private chat. Send /calendar to see the "
+    "options, or /calendar off to disconnect."
+)
+
+#: Runs once a calendar is connected (e.g. starts the first sync at once).
+OnConnected = Callable[[str], Awaitable[None]]
+T = TypeVar("T")
+
+
+def _require(calendar: CalendarFeature) -> None:
+    problem = calendar.problem()
+    if problem is not None:
+        raise ConfigurationError(problem)
+
+
+async def start_connect(calendar: CalendarFeature, user_id: str) -> str:
+    """The consent URL for ``user_id``; valid for 10 minutes, once. Raises
+    :class:`ConfigurationError` (with words for the person) when connecting is impossible."""
+    _require(calendar)
+    assert calendar.cipher is not None
+    now = calendar.clock.now()
+    nonce = new_id()
+    state = calendar.cipher.sign_state(user_id, nonce, now)
+    url, verifier = calendar.google.consent_url(state)
+    sealed = calendar.cipher.encrypt({"v": verifier})
+    await calendar.store.set_pending(user_id, nonce, sealed, now + STATE_TTL, now)
+    return url
+
+
+async def _saved(step: Awaitable[T]) -> T:
+    """A store call while completing a connection: a failure of Alfred's own database
+    becomes :class:`ConnectionNotSaved` (the redirect page asks to try again)."""
+    try:
+        return await step
+    except AlfredError:
+        raise
+    except Exception as exc:
+        raise ConnectionNotSaved("the calendar connection could not be saved") from exc
+
+
+async def finish_connect(calendar: CalendarFeature, state: str, code: str) -> str:
+    """Complete a connection from Google's redirect; returns the user id connected.
+
+    Raises :class:`InvalidState` (bad, expired or used link), ``ConnectRefused``,
+    ``Unavailable`` (Google's token endpoint is down) or :class:`ConnectionNotSaved`.
+    """
+    _require(calendar)
+    assert calendar.cipher is not None
+    now = calendar.clock.now()
+    claims = calendar.cipher.verify_state(state, now)
+    sealed = await _saved(calendar.store.take_pending(claims.user_id, claims.nonce, now))
+    if sealed is None:
+        raise InvalidState("the link was already used, or a newer one was asked for")
+    verifier = str(calendar.cipher.decrypt(sealed).get("v") or "") or None
+    tokens = await calendar.google.exchange_code(code, verifier)
+    sealed_tokens = calendar.encrypt_tokens(tokens)
+    await _saved(calendar.store.save_connected(claims.user_id, sealed_tokens, now))
+    log.info("calendar connected for a user")
+    return claims.user_id
+
+
+async def complete_connect(
+    calendar: CalendarFeature,
+    state: str,
+    code: str,
+    *,
+    notify: Notify | None = None,
+    on_connected: OnConnected | None = None,
+) -> str:
+    """:func:`finish_connect`, then tell the person in Telegram that it worked and run
+    ``on_connected`` (neither failing undoes the connection)."""
+    user_id = await finish_connect(calendar, state, code)
+    if notify is not None:
+        try:
+            await notify(user_id, CONNECTED_NOTICE)
+        except Exception as exc:
+            log.warning("could not confirm the calendar connection: %s", type(exc).__name__)
+    if on_connected is not None:
+        try:
+            await on_connected(user_id)
+        except Exception:
+            log.exception("first calendar sync could not start")
+    return user_id
+
+
+def connection_completer(
+    calendar: CalendarFeature,
+    *,
+    notify: Notify | None = None,
+    on_connected: OnConnected | None = None,
+) -> Callable[[str, str], Awaitable[str]]:
+    """:func:`complete_connect` bound to this calendar, as the redirect endpoint calls it."""
+
+    async def complete(state: str, code: str) -> str:
+        return await complete_connect(
+            calendar, state, code, notify=notify, on_connected=on_connected
+        )
+
+    return complete
+
+
+async def disconnect(calendar: CalendarFeature, user_id: str) -> bool:
+    """``/calendar off``: delete the tokens (and ask Google to revoke them). True if a
+    calendar was connected. Memories already derived stay until the person forgets them."""
+    connection = await calendar.store.delete(user_id)
+    if connection is None or connection.tokens is None:
+        return False
+    try:
+        tokens = calendar.tokens(connection)
+    except AlfredError:
+        return True
+    token = tokens.refresh_token or tokens.access_token
+    if token:
+        await calendar.google.revoke(token)
+    return True
+
+
+async def forget_calendar_user(calendar: CalendarFeature, user_id: str) -> None:
+    """Part of "forget everything about me": the connection (tokens revoked at Google)
+    and the event links go. The derived facts are the user's own and are erased by the
+    usual cascade."""
+    await disconnect(calendar, user_id)
+    await calendar.store.delete_user(user_id)
