@@ -40,9 +40,9 @@ from rich.table import Table
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`
-    from jobs.admin.progress import Progress as JobProgress
     from jobs.admin.runner import AdminClient, JobOutcome
-    from jobs.queue import JobState
+    from memory.admin_ports import Progress as JobProgress
+    from memory.job_ports import JobState
     from runtime.settings import Settings
 
 admin_app = typer.Typer(
@@ -81,7 +81,7 @@ def _launch(command: str, args: list[Any], *, wait: bool, as_json: bool, **opts:
 
 
 async def _client(settings: Settings) -> tuple[AdminClient, Any]:
-    from integrations.redis_connection import connect_redis
+    from integrations.redis.connection import connect_redis
     from jobs.admin.runner import AdminClient
     from runtime.container import build_services
 

@@ -16,7 +16,7 @@ import httpx
 
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo, redact
-from integrations.redis_connection import connect_redis
+from integrations.redis.connection import connect_redis
 from memory.errors import AlfredError
 from runtime.settings import Mode, Settings
 

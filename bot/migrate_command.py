@@ -10,16 +10,11 @@ from rich.console import Console
 from integrations.embedders import build_embedder
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo
-from integrations.mongo.migrator import (
-    LOCK_WAIT_SECONDS,
-    NO_ATLAS_SEARCH,
-    MigrationContext,
-    migrate,
-    status,
-)
+from integrations.mongo.migrator import LOCK_WAIT_SECONDS, NO_ATLAS_SEARCH
 from integrations.mongo.search_indexes import check_search_indexes
 from memory.clock import SystemClock
 from memory.constants import FACTS
+from migrations import MigrationContext, migrate, status
 from runtime.settings import Settings
 
 

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
 from integrations.mongo.connection import MongoHandle, connect_mongo
@@ -20,6 +21,7 @@ from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
+from integrations.mongo.outbox import MongoOutbox
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
@@ -56,6 +58,8 @@ class Services:
     formation: FormationService
     consolidation: ConsolidationService
     always: AlwaysInContext
+    outbox: MongoOutbox
+    admin_queries: MongoAdminQueries
     search_backend: str
     warnings: list[str] = field(default_factory=list)
     semantic: SemanticIndex | None = None
@@ -203,6 +207,8 @@ async def build_services(
         formation=formation,
         consolidation=ConsolidationService(notes, llm, clock),
         always=AlwaysInContext(notes),
+        outbox=MongoOutbox(mongo.db),
+        admin_queries=MongoAdminQueries(mongo.db),
         search_backend=backend.name,
         warnings=warnings,
         semantic=semantic,

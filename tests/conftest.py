@@ -12,7 +12,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.connection import MongoHandle, connect_mongo
-from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle, connect_redis
 from runtime.settings import Settings
 from tests.helpers import network_guard
 
@@ -93,7 +93,7 @@ async def migrated_db(
     db: AsyncDatabase[dict[str, Any]],
 ) -> AsyncDatabase[dict[str, Any]]:
     """A fresh database with every migration applied (indexes, unique keys)."""
-    from integrations.mongo.migrator import MigrationContext, migrate
+    from migrations import MigrationContext, migrate
 
     await migrate(
         MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None)

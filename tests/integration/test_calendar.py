@@ -59,13 +59,13 @@ from integrations.calendar.crypto import InvalidState
 from integrations.calendar.google_client import RetryPolicy, TokenBundle
 from integrations.calendar.store import CONNECTIONS
 from integrations.calendar.tools import GOOGLE_DOWN, LIST_ONLY_IN_DM
-from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
 from memory.clock import ManualClock
 from memory.errors import Denied
 from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
@@ -829,10 +829,10 @@ async def run_calendar_job(services: Services, redis: RedisHandle) -> Any:
     against the embedded Redis; its result, as arq stored it."""
     from arq.jobs import Job
 
+    from integrations.redis.queue import JobQueue
     from jobs.calendar_tasks import CALENDAR_SYNC
     from jobs.config import queue_name
     from jobs.inprocess import drain
-    from jobs.queue import JobQueue
 
     queue = JobQueue.from_url(redis.url, queue_name(services.settings))
     try:

@@ -18,7 +18,6 @@ import pytest
 
 from integrations.circle_migration import move_circle
 from integrations.mongo.circle_move import move_circle_documents
-from integrations.mongo.migrator import MigrationContext, migrate
 from memory.clock import ManualClock
 from memory.constants import (
     CIRCLES,
@@ -42,6 +41,7 @@ from memory.models import (
     ThreadKind,
     Viewer,
 )
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder

@@ -21,7 +21,6 @@ from bot.incoming import Incoming, Sender
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
-from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.notes import MongoNotes
 from integrations.offline_llm import OfflineLLM
 from memory.clock import ManualClock
@@ -61,6 +60,7 @@ from memory.operations import (
     choice_answer,
 )
 from memory.prompts.common import Person
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder

@@ -37,7 +37,7 @@ from bot.assistant import LLM_DOWN, MEMORY_DOWN
 from bot.run import run_bot
 from bot.telegram_app import NON_TEXT_REPLY, UNKNOWN_COMMAND
 from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
 from memory.errors import ConfigurationError
 from runtime.settings import Settings
 from tests.helpers.fake_openai import (
@@ -843,8 +843,9 @@ async def test_migrations_beside_a_running_bot(
     """A database left at an older version (`alfred migrate --to 2`) is brought up to
     date by the bot's start; operators' `alfred migrate` runs while the bot answers
     neither disturb it nor apply anything twice."""
-    from integrations.mongo.migrator import NO_ATLAS_SEARCH, discover
+    from integrations.mongo.migrator import NO_ATLAS_SEARCH
     from memory.constants import SCHEMA_MIGRATIONS
+    from migrations import discover
 
     available = discover()
     latest = available[-1].version

@@ -20,9 +20,9 @@ from bot.assistant import Assistant
 from bot.incoming import Incoming, Sender
 from bot.turn_lookups import TurnLookups
 from integrations.mongo.directory import MongoDirectory
-from integrations.mongo.migrator import MigrationContext, migrate
 from memory.clock import ManualClock
 from memory.models import Circle, User
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.models import Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
+from services.admin.context import AdminContext
 
 EXPORT_FORMAT = "alfred-export"
 EXPORT_VERSION = 1
@@ -53,12 +53,12 @@ class ExportDocument(dict[str, Any]):
 async def dm_viewer(ctx: AdminContext, user_id: str) -> Viewer:
     """The viewer a person is in their own DM, with their circles as of now."""
     thread = Thread(id=user_id, kind=ThreadKind.DM, user_id=user_id)
-    return await ctx.services.directory.viewer(user_id, thread)
+    return await ctx.stores.directory.viewer(user_id, thread)
 
 
 async def export_user(ctx: AdminContext, user_id: str) -> ExportDocument | dict[str, Any]:
     """The export of ``user_id``, or ``{"found": False, …}`` for an unknown person."""
-    s = ctx.services
+    s = ctx.stores
     progress = ctx.progress
     await progress.phase_start("exporting", len(_SECTIONS))
     user = await s.directory.user(user_id)
