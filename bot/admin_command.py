@@ -81,9 +81,9 @@ def _launch(command: str, args: list[Any], *, wait: bool, as_json: bool, **opts:
 
 
 async def _client(settings: Settings) -> tuple[AdminClient, Any]:
-    from integrations.redis.connection import connect_redis
     from jobs.admin.runner import AdminClient
     from runtime.container import build_services
+    from runtime.queue import connect_redis
 
     redis = await connect_redis(settings)
     return AdminClient(settings, redis, services=lambda: build_services(settings)), redis

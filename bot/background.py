@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 
-from integrations.redis.connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
 from memory.errors import AlfredError
 from runtime.container import Services
 from runtime.jobs import formation_trigger
+from runtime.queue import connect_redis
 from runtime.settings import Settings
 from services.trigger import FormationTrigger
 

@@ -16,8 +16,8 @@ import httpx
 
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import connect_mongo, redact
-from integrations.redis.connection import connect_redis
 from memory.errors import AlfredError
+from runtime.queue import connect_redis
 from runtime.settings import Mode, Settings
 
 COMPONENTS = ("database", "job_queue", "llm", "embeddings", "mem0", "calendar", "telegram")

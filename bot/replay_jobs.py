@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from integrations.redis.connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import drain, run_due_crons
 from runtime.container import Services
 from runtime.jobs import formation_trigger
+from runtime.queue import connect_redis
 
 
 class ReplayJobs:

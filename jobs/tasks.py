@@ -22,7 +22,7 @@ from typing import Any
 
 from arq import Retry
 
-from integrations.redis.connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from memory.job_ports import LockBusy
 from memory.models import Partition, ReflectionScope
@@ -31,6 +31,7 @@ from runtime.health import start_health_server
 from runtime.jobs import jobs_runtime, queue_name
 from runtime.logs import configure_logging
 from runtime.metrics import watch_services
+from runtime.queue import connect_redis
 from runtime.settings import load_settings
 from services.formation_duties import (
     JobsRuntime,

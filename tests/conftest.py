@@ -12,7 +12,8 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.connection import MongoHandle, connect_mongo
-from integrations.redis.connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
+from runtime.queue import connect_redis
 from runtime.settings import Settings
 from tests.helpers import network_guard
 

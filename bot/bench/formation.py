@@ -200,9 +200,9 @@ class JobsPath:
 
     @classmethod
     async def open(cls, services: Services) -> JobsPath:
-        from integrations.redis.connection import connect_redis
         from integrations.redis.queue import JobQueue
         from jobs.config import queue_name
+        from runtime.queue import connect_redis
 
         redis = await connect_redis(services.settings)
         return cls(services, redis, JobQueue.from_url(redis.url, queue_name(services.settings)))

@@ -4,10 +4,11 @@ The export answers "what does Alfred remember that I can see?", so it is compute
 the person's own DM viewer: their DM partition, plus the circle-level memories and
 their own group memories of the circles they are an active member of. Other members'
 memories (from their DMs or the group) never appear, even in a shared circle. The
-privacy filter is inside every query (:class:`MongoAdminQueries` uses ``and_visible``),
-and every artefact is re-checked with :func:`memory.privacy.is_visible` before it is
-written (DESIGN.md §3: one function decides, exports included). Clarifications are the
-questions addressed to them. Vectors and mem0 ids are internal and left out.
+privacy filter is inside every query (the :class:`~memory.admin_ports.AdminQueries`
+adapter uses ``and_visible``), and every artefact is re-checked with
+:func:`memory.privacy.is_visible` before it is written (DESIGN.md §3: one function
+decides, exports included). Clarifications are the questions addressed to them.
+Vectors and mem0 ids are internal and left out.
 
 Format (``version`` changes when a field changes meaning or disappears)::
 

@@ -3,7 +3,7 @@
 After switching embedding models (or dimensions), facts embedded with the old one are
 found by keywords only (vectors of different models are not comparable). This job
 embeds them again in batches and stores each vector with
-:meth:`MongoFactStore.set_embedding`, which bumps the partition's version so every
+the fact store's ``set_embedding``, which bumps the partition's version so every
 process's search cache reloads.
 
 Resumable by construction: each batch is *queried* ("facts whose model or dims differ
