@@ -16,9 +16,9 @@ from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
 from memory.errors import AlfredError
+from runtime.connections import open_redis
 from runtime.container import Services
 from runtime.jobs import formation_trigger
-from runtime.queue import connect_redis
 from runtime.settings import Settings
 from services.trigger import FormationTrigger
 
@@ -54,7 +54,7 @@ class Background:
 
 async def start_background(services: Services, settings: Settings) -> Background:
     try:
-        redis = await connect_redis(settings)
+        redis = await open_redis(settings)
     except AlfredError as exc:
         log.warning(
             "job queue unavailable (%s): formation requests wait in the outbox", exc.one_line()

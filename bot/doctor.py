@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass
 import httpx
 
 from integrations.mongo.capabilities import detect_capabilities
-from integrations.mongo.connection import connect_mongo, redact
+from integrations.mongo.connection import redact
 from memory.errors import AlfredError
-from runtime.queue import connect_redis
+from runtime.connections import open_mongo, open_redis
 from runtime.settings import Mode, Settings
 
 COMPONENTS = ("database", "job_queue", "llm", "embeddings", "mem0", "calendar", "telegram")
@@ -35,7 +35,7 @@ class ComponentReport:
 
 async def _database(settings: Settings) -> ComponentReport:
     started = time.perf_counter()
-    handle = await connect_mongo(settings)
+    handle = await open_mongo(settings)
     try:
         caps = await detect_capabilities(handle.db)
         where = (
@@ -55,7 +55,7 @@ async def _database(settings: Settings) -> ComponentReport:
 
 async def _job_queue(settings: Settings) -> ComponentReport:
     started = time.perf_counter()
-    handle = await connect_redis(settings)
+    handle = await open_redis(settings)
     try:
         info = await handle.client.info("server")
         version = info.get("valkey_version") or info.get("redis_version") or "?"
@@ -100,7 +100,7 @@ async def _llm(settings: Settings) -> ComponentReport:
 
 
 async def _embeddings(settings: Settings) -> ComponentReport:
-    from integrations.embedders import build_embedder
+    from runtime.builders import build_embedder
 
     embedder = build_embedder(settings)
     started = time.perf_counter()
@@ -124,7 +124,7 @@ async def _mem0(settings: Settings) -> ComponentReport:
     mode = settings.mem0_enabled_mode
     if mode is Mode.OFF:
         return ComponentReport(Mode.OFF.value, True, "off (set MEM0_API_KEY or MEM0_MODE=oss)")
-    from integrations.mem0_index import build_semantic_index
+    from runtime.builders import build_semantic_index
 
     started = time.perf_counter()
     index = await build_semantic_index(settings)

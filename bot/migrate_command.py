@@ -7,14 +7,14 @@ from collections.abc import Mapping
 
 from rich.console import Console
 
-from integrations.embedders import build_embedder
 from integrations.mongo.capabilities import detect_capabilities
-from integrations.mongo.connection import connect_mongo
 from integrations.mongo.migrator import LOCK_WAIT_SECONDS, NO_ATLAS_SEARCH
 from integrations.mongo.search_indexes import check_search_indexes
 from memory.clock import SystemClock
 from memory.constants import FACTS
 from migrations import MigrationContext, migrate, status
+from runtime.builders import build_embedder
+from runtime.connections import open_mongo
 from runtime.settings import Settings
 
 
@@ -29,7 +29,7 @@ async def run_migrate(
 ) -> None:
     # soft_wrap: one line per message, even in a pipe; markup=False: "[applied …]" is text.
     console = Console(soft_wrap=True)
-    handle = await connect_mongo(settings)
+    handle = await open_mongo(settings)
     try:
         if show_status:
             st = await status(handle.db)

@@ -23,13 +23,12 @@ from typing import Any, Protocol
 
 from telegram import Update
 
-from bot.assistant import Assistant
 from bot.offline_bot_api import OfflineBotAPI
 from bot.telegram_app import build_application
 from memory.clock import ManualClock
 from memory.errors import BadInput
 from memory.models import Thread, Viewer
-from runtime.container import Services, build_services
+from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -274,7 +273,7 @@ class Replay:
         self.jobs = jobs
         self.names = Names()
         self.api = OfflineBotAPI()
-        self.assistant = Assistant(
+        self.assistant = build_assistant(
             services, bot_username="alfred", after_message=jobs.after_message if jobs else None
         )
         self.app = build_application("7000000001:replay", self.assistant, request=self.api)
@@ -399,8 +398,12 @@ class Replay:
     async def probe(self, who: str, where: str, query: str) -> dict[str, Any]:
         viewer = await self.viewer(who, where)
         session = await self._session(viewer.thread.id)
-        always, block, _, retrieved, scored = await self.assistant.context_for(
-            viewer, query, session
+        memory = await self.assistant.context_for(viewer, query, session)
+        always, block, retrieved, scored = (
+            memory.always,
+            memory.facts_block,
+            memory.retrieved,
+            memory.scored,
         )
         memories = [
             {

@@ -14,9 +14,9 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import drain, run_due_crons
+from runtime.connections import open_redis
 from runtime.container import Services
 from runtime.jobs import formation_trigger
-from runtime.queue import connect_redis
 
 
 class ReplayJobs:
@@ -41,4 +41,4 @@ class ReplayJobs:
 
 
 async def open_replay_jobs(services: Services) -> ReplayJobs:
-    return ReplayJobs(services, await connect_redis(services.settings))
+    return ReplayJobs(services, await open_redis(services.settings))

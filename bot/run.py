@@ -22,13 +22,12 @@ from aiohttp import web
 from telegram import Update
 from telegram.error import InvalidToken, NetworkError
 
-from bot.assistant import Assistant
 from bot.telegram_app import Spool, build_application
 from bot.webhook import make_web_app, webhook_path
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
 from migrations import MigrationContext, migrate
-from runtime.container import build_services
+from runtime.container import build_assistant, build_services
 from runtime.health import add_health_routes, start_health_server
 from runtime.metrics import watch_services
 from runtime.settings import Settings
@@ -89,7 +88,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                     settings.metrics_port,
                     exc.strerror,
                 )
-        assistant = Assistant(services, after_message=background.after_message)
+        assistant = build_assistant(services, after_message=background.after_message)
         spool = Spool(settings.data_dir() / "spool" / "updates.jsonl")
         application = build_application(
             settings.telegram_bot_token.get_secret_value(),

@@ -34,16 +34,14 @@ from telegram.ext import (
 )
 from telegram.request import BaseRequest, HTTPXRequest, RequestData
 
-from bot.assistant import MEMORY_DOWN, Assistant
-from bot.commands import help_text, start_text, status_text
-from bot.incoming import Incoming, Sender, safe_text, split_for_telegram
+from services.messages import Incoming, Sender, safe_text, split_for_telegram
+from services.reply.assistant import MEMORY_DOWN, Assistant
 
 log = logging.getLogger(__name__)
 
 NON_TEXT_REPLY = (
     "I can only read text (and the captions of photos) for now — could you write it down?"
 )
-UNKNOWN_COMMAND = "I don't know that command. Try /help."
 ANONYMOUS_REPLY = (
     "I can't tell who wrote this: a message sent as the group or as a channel has no "
     "person I could remember it for. Write as yourself to talk to me."
@@ -168,10 +166,12 @@ class ReadableUpdates(BaseRequest):
         return code, json.dumps(body).encode() if changed else payload
 
 
-def _sender(message: Message) -> Sender | None:
+def _message_sender(message: Message) -> Sender | None:
     user = message.from_user
-    if user is None:
-        return None
+    return _sender(user) if user is not None else None
+
+
+def _sender(user: User) -> Sender:
     return Sender(
         telegram_id=user.id,
         name=_name(user),
@@ -227,7 +227,7 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
     chat = update.effective_chat
     if message is None or chat is None or chat.type == ChatType.CHANNEL:
         return None
-    sender = _sender(message)
+    sender = _message_sender(message)
     if sender is None or sender.is_bot:
         return None
     text = safe_text(message.text or message.caption or "")
@@ -396,35 +396,19 @@ class AlfredHandlers:
             await self._refuse_anonymous(update, context)
             return
         _, viewer = await self.assistant.register(inc)
-        if name == "start":
-            text = await start_text(self.assistant, viewer)
-        elif name == "help":
-            text = help_text(self.assistant.s.llm.offline)
-        elif name == "status":
-            text = await status_text(self.assistant, viewer)
-        elif name == "calendar" and not self.assistant.flags.calendar:
-            text = "Calendar features are switched off here."
-        elif name == "calendar":
-            from integrations.calendar import calendar_command
-
-            parts = safe_text(message.text).split(maxsplit=1)
-            text = await calendar_command(
-                self.assistant.s, viewer, parts[1] if len(parts) > 1 else ""
-            )
-        else:
-            text = UNKNOWN_COMMAND
+        parts = safe_text(message.text).split(maxsplit=1)
+        text = await self.assistant.commands.answer(
+            name, viewer, parts[1] if len(parts) > 1 else ""
+        )
         await self._send(
             context, chat.id, text, message.message_id if inc.is_group else None, inc.topic_id
         )
 
     async def members(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Join/leave service messages and chat_member updates keep the circle right."""
-        s = self.assistant.s
         chat = update.effective_chat
         if chat is None or chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
             return
-        now = s.clock.now()
-        circle = await s.directory.upsert_circle(chat.id, _title(chat), now)
         message = update.effective_message
         joined = list(message.new_chat_members) if message and message.new_chat_members else []
         left = [message.left_chat_member] if message and message.left_chat_member else []
@@ -439,33 +423,27 @@ class AlfredHandlers:
                 ChatMemberStatus.RESTRICTED,
             ):
                 joined.append(member.user)
-        for user in joined:
-            if user.id == context.bot.id:
-                continue
-            registered = await s.directory.upsert_user(user.id, _name(user), _username(user), now)
-            await s.directory.add_member(circle.id, registered.id)
-        for user in left:
-            if user.id == context.bot.id:
-                await s.directory.archive_circle(circle.id, now)
-            else:
-                await s.directory.remove_member(circle.id, str(user.id))
+        await self.assistant.membership.members_changed(
+            chat.id,
+            _title(chat),
+            [_sender(user) for user in joined],
+            [_sender(user) for user in left],
+            bot_id=context.bot.id,
+        )
 
     async def bot_membership(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """The bot added to a group (a new circle) or removed (the circle is archived)."""
         change = update.my_chat_member
         if change is None or change.chat.type not in (Chat.GROUP, Chat.SUPERGROUP):
             return
-        s = self.assistant.s
-        now = s.clock.now()
-        circle = await s.directory.upsert_circle(change.chat.id, _title(change.chat), now)
+        membership = self.assistant.membership
+        title = _title(change.chat)
         status = change.new_chat_member.status
         if status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
-            await s.directory.archive_circle(circle.id, now)
+            await membership.bot_removed(change.chat.id, title)
             return
-        if change.from_user and not change.from_user.is_bot:
-            user = change.from_user
-            registered = await s.directory.upsert_user(user.id, _name(user), _username(user), now)
-            await s.directory.add_member(circle.id, registered.id)
+        by = _sender(change.from_user) if change.from_user else None
+        await membership.bot_added(change.chat.id, title, by)
         if change.old_chat_member.status in (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED):
             await context.bot.send_message(
                 change.chat.id,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
     ChatOutcome,
+    ChatTask,
     LLMOutputError,
     ModelTier,
     PromptMessage,
@@ -233,27 +234,26 @@ class OpenAILLM:
 
     async def chat(
         self,
-        messages: Sequence[PromptMessage],
+        task: ChatTask[C],
+        ctx: C,
         tools: Sequence[ToolSpec],
         run_tool: ToolRunner,
-        *,
-        fallback: Any = None,
     ) -> ChatOutcome:
-        """Reply to a conversation, running the model's tool calls through ``run_tool``.
+        """Reply to the conversation ``task`` builds from ``ctx``, running the model's tool
+        calls through ``run_tool``.
 
         Up to ``max_tool_rounds`` rounds of tool calls; after that the model is asked to
-        answer without tools. ``fallback`` is for the offline provider and ignored here.
-        Exceptions from ``run_tool`` are the caller's and propagate unchanged.
+        answer without tools. Exceptions from ``run_tool`` are the caller's and propagate
+        unchanged.
         """
-        del fallback
-        model = self._models[ModelTier.CHAT]
-        convo = [_to_param(m) for m in messages]
+        model = self._models[task.tier]
+        convo = [_to_param(m) for m in task.build(ctx)]
         tool_params = [_tool_param(t) for t in tools]
         used: list[ToolCall] = []
         for round_ in range(self._max_tool_rounds + 1):
             may_call = bool(tool_params) and round_ < self._max_tool_rounds
             result = await self._complete(
-                "chat",
+                task.name,
                 model,
                 convo,
                 tools=tool_params or None,
@@ -264,7 +264,7 @@ class OpenAILLM:
             if not calls or not may_call:
                 text = (message.content or "").strip()
                 if not text:
-                    raise LLMOutputError("chat", "the model returned no text")
+                    raise LLMOutputError(task.name, "the model returned no text")
                 return ChatOutcome(text=text, tool_calls=used)
             convo.append(
                 {

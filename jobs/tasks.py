@@ -26,12 +26,12 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from memory.job_ports import LockBusy
 from memory.models import Partition, ReflectionScope
+from runtime.connections import open_redis
 from runtime.container import Services, build_services
 from runtime.health import start_health_server
 from runtime.jobs import jobs_runtime, queue_name
 from runtime.logs import configure_logging
 from runtime.metrics import watch_services
-from runtime.queue import connect_redis
 from runtime.settings import load_settings
 from services.formation_duties import (
     JobsRuntime,
@@ -94,7 +94,7 @@ async def startup(ctx: Ctx) -> None:
         ctx[_OWNED_SERVICES] = services
     if handle is None:
         try:
-            handle = await connect_redis(settings)
+            handle = await open_redis(settings)
         except BaseException:
             if ctx.get(_OWNED_SERVICES) is not None:
                 await services.aclose()

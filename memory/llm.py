@@ -6,6 +6,11 @@ compatible adapter sends ``task.build(ctx)`` and validates the JSON it gets back
 ``task.response_model``; the offline provider ignores the prompt text and answers the
 same task from ``ctx`` with deterministic rules. Either way the caller gets the same
 type, so formation and the reply path never know which provider ran.
+
+A :class:`ChatTask` is the same idea for the conversational reply, whose answer is text
+reached through tool calls rather than a response model: the adapter that reads prompts
+sends ``task.build(ctx)``, the offline one answers ``ctx`` by its reply rule. Neither
+needs anything the other does not, so the port carries no provider-specific extras.
 """
 
 from __future__ import annotations
@@ -72,6 +77,32 @@ class Task(Generic[C, R]):
 
     def __repr__(self) -> str:
         return f"Task({self.name!r}, tier={self.tier.value})"
+
+
+class ChatTask(Generic[C]):
+    """A typed conversation prompt: context model ``C`` in, a tool-using text reply out.
+
+    ``name`` is also the usage purpose the reply is counted under.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tier: ModelTier,
+        context_model: type[C],
+        build: Callable[[C], list[PromptMessage]],
+    ) -> None:
+        self.name = name
+        self.tier = tier
+        self.context_model = context_model
+        self._build = build
+
+    def build(self, ctx: C) -> list[PromptMessage]:
+        """The conversation to send for ``ctx``."""
+        return self._build(ctx)
+
+    def __repr__(self) -> str:
+        return f"ChatTask({self.name!r}, tier={self.tier.value})"
 
 
 class ToolSpec(BaseModel):
@@ -147,16 +178,15 @@ class LLM(Protocol):
 
     async def chat(
         self,
-        messages: Sequence[PromptMessage],
+        task: ChatTask[C],
+        ctx: C,
         tools: Sequence[ToolSpec],
         run_tool: ToolRunner,
-        *,
-        fallback: Any = None,
     ) -> ChatOutcome:
-        """A reply to a conversation, calling tools through ``run_tool`` as needed.
+        """A reply to the conversation ``task`` builds from ``ctx``, calling tools through
+        ``run_tool`` as needed.
 
-        ``fallback`` carries the structured reply context (see ``memory.prompts.reply``)
-        that the offline provider answers from, since it cannot read prompts.
+        Raises :class:`memory.errors.Unavailable` when the provider cannot be reached.
         """
         ...
 

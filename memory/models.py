@@ -308,3 +308,41 @@ class Message(BaseModel):
     session_id: str | None = None
     formed: bool = False
     created_at: datetime
+
+
+#: The pending confirmation of a "which should I forget?" question (fact ids, no text).
+FORGET_CHOICE = "forget_choice"
+
+
+class SessionTick(BaseModel):
+    """What touching a thread tells the reply path about its session and the questions
+    waiting there, so only the people who were asked pay for reading the answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    new_session: bool
+    previous_session_id: str | None
+    #: Users who were asked to confirm "forget everything" here: only their next
+    #: message needs the confirmation check (a write), everyone else's is spared it.
+    erase_pending_for: frozenset[str] = frozenset()
+    #: Of those, the users asked "which should I forget?" instead.
+    choice_pending_for: frozenset[str] = frozenset()
+
+
+class CircleMove(BaseModel):
+    """What moving a circle to its supergroup's chat id did: documents moved per
+    collection, and the ids of moved facts (their mem0 copies, scoped by partition, must
+    follow)."""
+
+    old_id: str
+    new_id: str
+    moved: dict[str, int] = Field(default_factory=dict)
+    fact_ids: list[str] = Field(default_factory=list)
+    merged_duplicates: int = 0
+    #: mem0 ids of old facts dropped as duplicates: their copies must go too.
+    dropped_mem0_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def anything(self) -> bool:
+        return any(self.moved.values())

@@ -18,13 +18,13 @@ import numpy as np
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
-from memory.intents import detect_correction, strip_addressing
 from memory.llm import LLM, LLMOutputError
 from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+from memory.rules.intents import detect_correction, strip_addressing
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
 

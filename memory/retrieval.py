@@ -21,9 +21,10 @@ from typing import Protocol
 import numpy as np
 
 from memory.heuristics import dynamic_limit, should_retrieve
-from memory.models import Category, Fact, Partition, Viewer
+from memory.models import Viewer
 from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
+from memory.search.candidate import Candidate
 from memory.search.fusion import (
     BlendConfig,
     FusionConfig,
@@ -39,32 +40,6 @@ log = logging.getLogger(__name__)
 
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A fact as retrieval sees it: enough to blend, check and show."""
-
-    id: str
-    content: str
-    category: Category
-    importance: int
-    partition: Partition
-    reinforced_at: datetime
-    access_count: int
-
-
-def candidate_of(fact: Fact) -> Candidate:
-    """A stored fact as a retrieval candidate."""
-    return Candidate(
-        id=fact.id,
-        content=fact.content,
-        category=fact.category,
-        importance=fact.importance,
-        partition=fact.partition,
-        reinforced_at=fact.reinforced_at,
-        access_count=fact.access_count,
-    )
 
 
 @dataclass(frozen=True, slots=True)

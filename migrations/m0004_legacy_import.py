@@ -51,7 +51,7 @@ NAME = "import the previous memory system (memory_sessions, memory_user, memory_
 def _embedder(ctx: MigrationContext) -> Embedder:
     given: Embedder | None = getattr(ctx, "embedder", None)
     if given is None:
-        from integrations.embedders import build_embedder
+        from runtime.builders import build_embedder
         from runtime.settings import load_settings
 
         given = build_embedder(load_settings())

@@ -10,13 +10,15 @@ when Atlas Search exists but the indexes are missing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from integrations.mem0.mirror import Mem0Mirror
 from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
-from integrations.mongo.connection import MongoHandle, connect_mongo
+from integrations.mongo.circle_move import MongoCircleMover
+from integrations.mongo.connection import MongoHandle
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
@@ -28,13 +30,19 @@ from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
-from memory.models import Fact
+from memory.models import Viewer
+from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
+from memory.reply_ports import CalendarToolbox
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
+from runtime.connections import open_mongo
 from runtime.settings import Mode, Settings
+from services.membership import Membership
+from services.reply.assistant import AfterMessage, Assistant
+from services.reply.deps import ReplyDeps
 
 log = logging.getLogger(__name__)
 
@@ -75,25 +83,6 @@ class Services:
         await self.mongo.close()
 
 
-class Mem0Mirror:
-    """Keeps mem0 in step with local facts: copies new ones, deletes forgotten ones."""
-
-    def __init__(self, store: MongoFactStore, index: SemanticIndex, metrics: SemanticMetrics):
-        self.store = store
-        self.index = index
-        self.metrics = metrics
-
-    async def mirror(self, fact: Fact) -> None:
-        from integrations.mem0_index import mirror_fact
-
-        await mirror_fact(self.store, self.index, fact, self.metrics)
-
-    async def forget(self, facts: Sequence[Fact]) -> None:
-        from integrations.mem0_index import delete_mirrors
-
-        await delete_mirrors(self.index, facts, self.metrics)
-
-
 def build_llm(settings: Settings) -> LLM:
     """The OpenAI-compatible provider when a key is set, the offline rules otherwise."""
     if settings.openai_api_key is not None:
@@ -132,12 +121,12 @@ async def build_services(
     llm: LLM | None = None,
 ) -> Services:
     """Connect and assemble; the caller must ``await services.aclose()``."""
-    from integrations.embedders import build_embedder
+    from runtime.builders import build_embedder
 
     clock = clock or SystemClock()
     embedder = embedder or build_embedder(settings)
     llm = llm or build_llm(settings)
-    mongo = await connect_mongo(settings)
+    mongo = await open_mongo(settings)
     semantic: SemanticIndex | None = None
     try:
         caps = await detect_capabilities(mongo.db)
@@ -154,7 +143,8 @@ async def build_services(
         metrics: SemanticMetrics = ExportingSemanticMetrics()
         legs = dict(extra_legs or {})
         if settings.mem0_enabled_mode is not Mode.OFF and "mem0" not in legs:
-            from integrations.mem0_index import build_semantic_index, semantic_leg
+            from integrations.mem0.lookup import semantic_leg
+            from runtime.builders import build_semantic_index
 
             semantic = await build_semantic_index(settings, embedding_dims=None)
             if semantic is not None:
@@ -214,4 +204,86 @@ async def build_services(
         semantic=semantic,
         semantic_metrics=metrics,
         mirror=mirror,
+    )
+
+
+class _CalendarAccess:
+    """The calendar feature as the reply path's :class:`memory.reply_ports.CalendarAccess`."""
+
+    def __init__(self, services: Services) -> None:
+        self._s = services
+
+    async def toolbox(self, viewer: Viewer, *, enabled: bool) -> CalendarToolbox:
+        from integrations.calendar import CalendarTools
+
+        if enabled:
+            return await CalendarTools.for_viewer(self._s, viewer)
+        return CalendarTools(self._s, viewer)
+
+    async def take_revoked_notice(self, user_id: str) -> str | None:
+        from integrations.calendar import take_revoked_notice
+
+        return await take_revoked_notice(self._s, user_id)
+
+    async def forget_user(self, user_id: str) -> None:
+        from integrations.calendar import forget_calendar_user
+
+        await forget_calendar_user(self._s, user_id)
+
+    async def command(self, viewer: Viewer, argument: str) -> str:
+        from integrations.calendar import calendar_command
+
+        return await calendar_command(self._s, viewer, argument)
+
+
+def build_membership(services: Services) -> Membership:
+    """Registration and membership changes, on the directory."""
+    return Membership(
+        directory=services.directory,
+        clock=services.clock,
+        circles=MongoCircleMover(services.mongo.db),
+        facts=services.facts,
+        mirror=services.mirror,
+        flags=services.settings.flags,
+    )
+
+
+def build_assistant(
+    services: Services,
+    *,
+    bot_username: str = "alfred",
+    after_message: AfterMessage | None = None,
+) -> Assistant:
+    """The reply service, with the narrow bundle of ports it uses."""
+    from runtime.metrics import ProcessMetrics
+
+    operations = MemoryOperations(
+        facts=services.facts,
+        writer=services.writer,
+        notes=services.notes,
+        journal=services.journal,
+        llm=services.llm,
+        embedder=services.embedder,
+        clock=services.clock,
+        mirror=services.mirror,
+    )
+    deps = ReplyDeps(
+        clock=services.clock,
+        directory=services.directory,
+        journal=services.journal,
+        facts=services.facts,
+        notes=services.notes,
+        llm=services.llm,
+        retriever=services.retriever,
+        always=services.always,
+        operations=operations,
+        flags=services.settings.flags,
+        observer=ProcessMetrics(),
+        calendar=_CalendarAccess(services),
+    )
+    return Assistant(
+        deps,
+        build_membership(services),
+        bot_username=bot_username,
+        after_message=after_message,
     )

@@ -4,7 +4,8 @@ admin jobs and retention.
 The use cases (:mod:`services.formation_duties`, :mod:`services.trigger`,
 :mod:`services.admin`, :mod:`services.retention`) only know ports; this module hands
 them the adapters the composition root built (the outbox, the admin queries), the Redis
-locks or in-process ones, the queue, the metrics and the drivers' transient errors.
+locks or in-process ones, the queue, the metrics (:class:`runtime.metrics.ProcessMetrics`
+observes formations) and the drivers' transient errors.
 It also names a deployment's Redis keys, which depend on the settings.
 """
 
@@ -21,10 +22,9 @@ from integrations.redis.progress import RedisProgress
 from integrations.redis.queue import ENQUEUE_ERRORS, UNREACHABLE_ERRORS
 from integrations.redis.queue import TRANSIENT_ERRORS as QUEUE_ERRORS
 from memory.admin_ports import Mem0Maintenance, QueueStats
-from memory.formation import FormationReport
 from memory.job_ports import JobErrors, JobQueue, ThreadLocks
 from runtime.container import Services
-from runtime.metrics import record_formation
+from runtime.metrics import ProcessMetrics
 from runtime.settings import Settings
 from services.admin.context import AdminContext
 from services.admin.progress import ProgressReporter
@@ -69,14 +69,6 @@ def progress_key(settings: Settings, job_id: str) -> str:
 # --- formation -------------------------------------------------------------------------
 
 
-class MetricsObserver:
-    """Counts formations in the process-wide metrics, looked up at each formation (a test
-    or a process may swap the registry after the duties were wired)."""
-
-    def record_formation(self, report: FormationReport) -> None:
-        record_formation(report)
-
-
 def jobs_runtime(
     services: Services,
     *,
@@ -101,7 +93,7 @@ def jobs_runtime(
         locks=locks,
         config=config,
         queue=queue,
-        observer=MetricsObserver(),
+        observer=ProcessMetrics(),
         errors=JOB_ERRORS,
     )
 
@@ -159,7 +151,7 @@ def mem0_maintenance(services: Services) -> Mem0Maintenance | None:
     """The mem0 copy for the operator, or None when mem0 is off."""
     if services.semantic is None:
         return None
-    from integrations.mem0_admin import Mem0Maintenance as Mem0Admin  # mem0 loads when on
+    from integrations.mem0.admin import Mem0Maintenance as Mem0Admin  # mem0 loads when on
 
     return Mem0Admin(services.semantic, services.facts, services.semantic_metrics)
 

@@ -626,6 +626,18 @@ def set_metrics(metrics: AlfredMetrics | None) -> None:
     _default = metrics
 
 
+class ProcessMetrics:
+    """The process-wide metrics as the services' observer ports: each call goes to
+    whatever :func:`get_metrics` holds at that moment (tests swap it with
+    :func:`set_metrics`)."""
+
+    def record_retrieval(self, result: RetrievalResult) -> None:
+        get_metrics().record_retrieval(result)
+
+    def record_formation(self, report: FormationReport) -> None:
+        get_metrics().record_formation(report)
+
+
 # Module-level shortcuts on the process-wide metrics, for call sites that hold no object.
 
 

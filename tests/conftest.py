@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from integrations.mongo.connection import MongoHandle, connect_mongo
+from integrations.mongo.connection import MongoHandle
 from integrations.redis.connection import RedisHandle
-from runtime.queue import connect_redis
+from runtime.connections import open_mongo, open_redis
 from runtime.settings import Settings
 from tests.helpers import network_guard
 
@@ -60,7 +60,7 @@ def settings(data_dir: Path) -> Settings:
 @pytest.fixture(scope="session")
 async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
     """The real embedded MongoDB-wire server, started once for the session."""
-    handle = await connect_mongo(settings)
+    handle = await open_mongo(settings)
     yield handle
     await handle.close()
 
@@ -68,7 +68,7 @@ async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
 @pytest.fixture(scope="session")
 async def redis(settings: Settings) -> AsyncIterator[RedisHandle]:
     """The real embedded Redis server, started once for the session."""
-    handle = await connect_redis(settings)
+    handle = await open_redis(settings)
     yield handle
     await handle.close()
 

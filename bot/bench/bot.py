@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr
 
-from bot.assistant import Assistant
 from bot.bench.common import bench_world, emit, percentiles, progress
 from bot.bench.fake_llm_server import FakeLLMServer, formation_handler
 from bot.bench.resources import (
@@ -32,11 +31,12 @@ from bot.bench.resources import (
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
-from bot.incoming import Incoming, Sender
 from memory.clock import ManualClock
 from memory.constants import FACTS
+from runtime.container import build_assistant
 from runtime.jobs import formation_trigger
 from runtime.settings import load_settings
+from services.messages import Incoming, Sender
 
 
 def _chat_or_task(system: str, user: str) -> Any:
@@ -95,7 +95,7 @@ async def run_bot_bench(
             async def after_message(thread_id: str) -> None:
                 await trigger.after_message(thread_id)
 
-            assistant = Assistant(s, after_message=after_message)
+            assistant = build_assistant(s, after_message=after_message)
             assistant.ops.llm = timed
             for i, member in enumerate(MEMBERS):
                 await s.directory.upsert_user(1000 + i, member.upper(), member, clock.now())

@@ -202,9 +202,9 @@ class JobsPath:
     async def open(cls, services: Services) -> JobsPath:
         from integrations.redis.queue import JobQueue
         from jobs.config import queue_name
-        from runtime.queue import connect_redis
+        from runtime.connections import open_redis
 
-        redis = await connect_redis(services.settings)
+        redis = await open_redis(services.settings)
         return cls(services, redis, JobQueue.from_url(redis.url, queue_name(services.settings)))
 
     async def form(self, thread_id: str) -> bool:

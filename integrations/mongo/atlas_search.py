@@ -19,7 +19,7 @@ from memory.constants import FACTS
 from memory.models import Viewer
 from memory.ports import Vector
 from memory.privacy import is_visible
-from memory.retrieval import Candidate, candidate_of
+from memory.search.candidate import Candidate, candidate_of
 
 Document = dict[str, Any]
 

@@ -15,7 +15,6 @@ move runs (a formation finishing at that moment) are picked up by a last sweep.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -33,31 +32,13 @@ from memory.constants import (
     REFLECTIONS,
     THREADS,
 )
-from memory.models import Partition
+from memory.models import CircleMove, Partition
 
 Document = dict[str, Any]
 
 #: Collections whose documents also name their thread (a group thread's id is the chat id).
 THREADED = frozenset({REFLECTIONS, MESSAGES})
 SWEEPS = 3
-
-
-@dataclass
-class CircleMove:
-    """What a move did: documents moved per collection, and the ids of moved facts (their
-    mem0 copies, scoped by partition, must follow)."""
-
-    old_id: str
-    new_id: str
-    moved: dict[str, int] = field(default_factory=dict)
-    fact_ids: list[str] = field(default_factory=list)
-    merged_duplicates: int = 0
-    #: mem0 ids of old facts dropped as duplicates: their copies must go too.
-    dropped_mem0_ids: list[str] = field(default_factory=list)
-
-    @property
-    def anything(self) -> bool:
-        return any(self.moved.values())
 
 
 def _moved_partition(doc: Document, new_id: str) -> Partition:
@@ -188,7 +169,7 @@ async def move_circle_documents(
 ) -> CircleMove:
     """Move everything of circle ``old_id`` to ``new_id``; nothing to do if there is no
     circle ``old_id`` (never seen, or already moved)."""
-    move = CircleMove(old_id, new_id)
+    move = CircleMove(old_id=old_id, new_id=new_id)
     circles = db[CIRCLES]
     old = await circles.find_one({"_id": old_id})
     if old is None or old_id == new_id:
@@ -218,3 +199,22 @@ async def move_circle_documents(
     await circles.delete_one({"_id": old_id})
     move.fact_ids = sorted(set(move.fact_ids))
     return move
+
+
+class MongoCircleMover:
+    """The :class:`memory.reply_ports.CircleMover` port on MongoDB."""
+
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._db = db
+
+    async def move_circle(
+        self, old_chat_id: int, new_chat_id: int, title: str | None, at: datetime
+    ) -> CircleMove:
+        return await move_circle_documents(
+            self._db,
+            str(old_chat_id),
+            str(new_chat_id),
+            new_chat_id=new_chat_id,
+            title=title,
+            at=at,
+        )

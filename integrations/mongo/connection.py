@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pymongo import AsyncMongoClient
@@ -17,12 +17,19 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 from pymongo.errors import InvalidURI, OperationFailure, PyMongoError
 
+from integrations.modes import Mode
 from memory.errors import ConfigurationError, Unavailable
-from runtime.embedded import EmbeddedLease
-from runtime.endpoints import resolve_endpoint
-from runtime.settings import Mode, Settings
 
 Document = dict[str, Any]
+
+
+class Lease(Protocol):
+    """A hold on an embedded server: let go of it and the server may stop."""
+
+    @property
+    def url(self) -> str: ...
+
+    def release(self) -> None: ...
 
 
 @dataclass
@@ -33,7 +40,7 @@ class MongoHandle:
     db: AsyncDatabase[Document]
     mode: Mode
     url_for_display: str
-    lease: EmbeddedLease | None = None
+    lease: Lease | None = None
     _closed: bool = field(default=False, repr=False)
 
     async def close(self) -> None:
@@ -57,16 +64,19 @@ def redact(uri: str) -> str:
     return f"{parts.scheme}://{host}{port}"
 
 
-async def connect_mongo(settings: Settings) -> MongoHandle:
-    """Open Alfred's database and check that it answers.
+async def connect_mongo(
+    uri: str,
+    *,
+    mode: Mode,
+    database: str,
+    timeout_ms: int,
+    lease: Lease | None = None,
+) -> MongoHandle:
+    """Open Alfred's database and check that it answers; the handle owns ``lease``.
 
-    Raises :class:`Unavailable` when the server cannot be reached in
-    ``mongodb_timeout_ms`` and :class:`ConfigurationError` for a malformed URI.
+    Raises :class:`Unavailable` when the server cannot be reached in ``timeout_ms`` and
+    :class:`ConfigurationError` for a malformed URI.
     """
-    endpoint = await resolve_endpoint(
-        "mongo", settings.mongodb_uri, settings, port=settings.embedded_mongo_port
-    )
-    uri, mode, lease = endpoint.url, endpoint.mode, endpoint.lease
     # PyMongo takes a bare word for a host name: "not-a-uri" would end in a DNS lookup and
     # a server-selection timeout instead of saying what is wrong.
     if mode is Mode.CONFIGURED and not uri.startswith(("mongodb://", "mongodb+srv://")):
@@ -79,8 +89,8 @@ async def connect_mongo(settings: Settings) -> MongoHandle:
         client: AsyncMongoClient[Document] = AsyncMongoClient(
             uri,
             tz_aware=True,
-            serverSelectionTimeoutMS=settings.mongodb_timeout_ms,
-            connectTimeoutMS=settings.mongodb_timeout_ms,
+            serverSelectionTimeoutMS=timeout_ms,
+            connectTimeoutMS=timeout_ms,
             appname="alfred",
         )
     except (InvalidURI, PyMongoConfigurationError, ValueError) as exc:
@@ -92,7 +102,7 @@ async def connect_mongo(settings: Settings) -> MongoHandle:
         ) from None
     handle = MongoHandle(
         client=client,
-        db=client[settings.mongodb_database],
+        db=client[database],
         mode=mode,
         url_for_display=redact(uri),
         lease=lease,

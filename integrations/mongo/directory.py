@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
-from memory.models import Circle, Thread, ThreadKind, User, Viewer
+from memory.models import FORGET_CHOICE, Circle, SessionTick, Thread, ThreadKind, User, Viewer
 
 Document = dict[str, Any]
 
@@ -51,31 +51,6 @@ def user_from_doc(doc: Document) -> User:
         username=doc.get("username"),
         created_at=doc["created_at"],
     )
-
-
-#: The pending confirmation of a "which should I forget?" question (fact ids, no text).
-FORGET_CHOICE = "forget_choice"
-
-
-class SessionTick:
-    """What touching a thread tells the caller about its session and formation counters."""
-
-    def __init__(
-        self,
-        session_id: str,
-        new_session: bool,
-        previous_session_id: str | None,
-        erase_pending_for: frozenset[str] = frozenset(),
-        choice_pending_for: frozenset[str] = frozenset(),
-    ):
-        self.session_id = session_id
-        self.new_session = new_session
-        self.previous_session_id = previous_session_id
-        #: Users who were asked to confirm "forget everything" here: only their next
-        #: message needs the confirmation check (a write), everyone else's is spared it.
-        self.erase_pending_for = erase_pending_for
-        #: Of those, the users asked "which should I forget?" instead.
-        self.choice_pending_for = choice_pending_for
 
 
 class MongoDirectory:
@@ -244,11 +219,11 @@ class MongoDirectory:
         }
         await self._threads.update_one({"_id": thread_id}, update)
         return SessionTick(
-            session_id,
-            new_session,
-            str(previous) if previous else None,
-            erase_pending,
-            choice_pending,
+            session_id=session_id,
+            new_session=new_session,
+            previous_session_id=str(previous) if previous else None,
+            erase_pending_for=erase_pending,
+            choice_pending_for=choice_pending,
         )
 
     async def pending(self, thread_id: str) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """An open Redis client for the job queue, checked with PING.
 
 Where the server is (the configured URL, or the embedded server Alfred shares between
-its processes) is decided by the composition root (:func:`runtime.queue.connect_redis`);
+its processes) is decided by the composition root (:func:`runtime.connections.open_redis`);
 this adapter opens the client on the URL it is given and translates the driver's
 failures into :mod:`memory.errors`. Like the database, the embedded server is shared
 by every Alfred process using the same data folder and stops when the last of them
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import AuthenticationError, RedisError
 
+from integrations.modes import Mode
 from integrations.mongo.connection import redact
 from memory.errors import ConfigurationError, Unavailable
 
@@ -34,7 +34,7 @@ class RedisHandle:
 
     client: Redis
     url: str
-    mode: StrEnum
+    mode: Mode
     url_for_display: str
     lease: ServerLease | None = None
     _closed: bool = field(default=False, repr=False)
@@ -49,8 +49,8 @@ class RedisHandle:
             await asyncio.to_thread(self.lease.release)
 
 
-async def open_redis(
-    url: str, mode: StrEnum, lease: ServerLease | None, *, ping_timeout: float = 5.0
+async def connect_redis(
+    url: str, *, mode: Mode, lease: ServerLease | None = None, ping_timeout: float = 5.0
 ) -> RedisHandle:
     """Open a client on ``url`` and check that it answers PING (the lease, if any, is
     released when this fails)."""

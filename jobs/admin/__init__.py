@@ -4,6 +4,7 @@ the mem0 reconciliation (DESIGN.md §9).
 * the work, without arq: :mod:`services.admin` (each a coroutine over an
   :class:`~services.admin.context.AdminContext`);
 * the arq jobs (registered in ``WorkerSettings``): :mod:`.tasks`;
-* queueing and waiting (``alfred admin``): :mod:`.runner`; the command names:
-  :mod:`.names`.
+* the command names: :mod:`.names`; queueing and waiting (``alfred admin``):
+  :mod:`jobs.admin_client`, beside the worker it may start (so this package, which the
+  worker registers, never imports the worker back).
 """

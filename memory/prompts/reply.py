@@ -1,5 +1,5 @@
-"""The reply: Alfred's system prompt, the ``search_memory`` tool, and the structured
-context the offline provider answers from.
+"""The reply: Alfred's system prompt, the ``search_memory`` tool, and the chat task whose
+structured context the offline provider answers from.
 
 Everything the prompt holds was already filtered for this viewer in this thread: a
 DM-sourced memory of someone else is never in it, so no model, however it is
@@ -13,7 +13,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from memory.context import CITING_INSTRUCTIONS
-from memory.llm import PromptMessage, ToolSpec
+from memory.llm import ChatTask, ModelTier, PromptMessage, ToolSpec
 from memory.models import Category, ThreadKind
 from memory.prompts.common import Person
 
@@ -107,3 +107,21 @@ def build_messages(ctx: ReplyContext, history: list[PromptMessage]) -> list[Prom
         *history,
         PromptMessage(role="user", content=ctx.text, name=ctx.speaker_name),
     ]
+
+
+class ReplyRequest(BaseModel):
+    """The reply task's context: what the reply is built from, and the recent history.
+
+    A model reads the history as messages; the offline rules answer from ``reply`` alone.
+    """
+
+    reply: ReplyContext
+    history: list[PromptMessage] = Field(default_factory=list)
+
+
+def build(request: ReplyRequest) -> list[PromptMessage]:
+    return build_messages(request.reply, request.history)
+
+
+#: Named "chat" so the reply is counted under the same usage purpose on every provider.
+REPLY: ChatTask[ReplyRequest] = ChatTask("chat", ModelTier.CHAT, ReplyRequest, build)

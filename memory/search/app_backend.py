@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from memory.models import Viewer
 from memory.ports import Vector
-from memory.retrieval import Candidate
+from memory.search.candidate import Candidate
 from memory.search.scope_index import ScopeIndex, ScopeIndexCache
 
 #: Above this many facts, scoring moves off the event loop (it takes milliseconds).

@@ -117,12 +117,12 @@ async def run_legacy_import(
     ``already_imported``, never written twice; run it after mapping users that were
     skipped as ``unmapped_user``.
     """
-    from integrations.mongo.connection import connect_mongo
     from integrations.mongo.migrator import LOCK_WAIT_SECONDS, MigrationLock, status
     from memory.clock import SystemClock
     from memory.errors import ConfigurationError
+    from runtime.connections import open_mongo
 
-    handle = await connect_mongo(settings)
+    handle = await open_mongo(settings)
     try:
         embedder: Embedder | None = None
         if not dry_run:
@@ -130,7 +130,7 @@ async def run_legacy_import(
                 raise ConfigurationError(
                     "the database has no schema yet", hint="run `alfred migrate` first"
                 )
-            from integrations.embedders import build_embedder
+            from runtime.builders import build_embedder
 
             embedder = build_embedder(settings)
         async with contextlib.AsyncExitStack() as stack:

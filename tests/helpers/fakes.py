@@ -104,7 +104,7 @@ class ScriptedLLM:
             return task.response_model.model_validate(answer)
         return answer
 
-    async def chat(self, messages, tools, run_tool, *, fallback=None):  # type: ignore[no-untyped-def]
+    async def chat(self, task, ctx, tools, run_tool):  # type: ignore[no-untyped-def]
         from memory.llm import ChatOutcome
 
         self._usage.record("chat")

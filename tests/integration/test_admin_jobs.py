@@ -33,7 +33,7 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.progress import read_progress
 from integrations.redis.queue import JobQueue
 from jobs.admin.names import ADMIN_STATS, COMMANDS
-from jobs.admin.runner import AdminClient, JobOutcome
+from jobs.admin_client import AdminClient, JobOutcome
 from jobs.config import JobsConfig, queue_name
 from jobs.inprocess import drain, start_inprocess_worker
 from memory.clock import ManualClock
@@ -280,7 +280,7 @@ async def test_a_live_worker_runs_the_job_and_the_client_only_waits(env: Env) ->
 
 
 async def test_unknown_job_id_is_a_clear_error(env: Env) -> None:
-    from jobs.admin.runner import UnknownJob
+    from jobs.admin_client import UnknownJob
 
     with pytest.raises(UnknownJob, match="no admin job nope"):
         await env.client.wait("nope", give_up_after=5)

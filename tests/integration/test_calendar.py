@@ -32,8 +32,6 @@ from aiohttp.test_utils import TestClient, TestServer
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
-from bot.assistant import Assistant
-from bot.incoming import Incoming, Sender
 from bot.replay import ScriptError, parse_script
 from integrations.calendar import (
     CREATE_EVENT,
@@ -66,8 +64,10 @@ from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
+from services.messages import Incoming, Sender
+from services.reply.assistant import Assistant
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
 from tests.helpers.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_call
 from tests.helpers.fakes import HashEmbedder
@@ -698,7 +698,7 @@ def chat_model(request: RecordedRequest) -> Any:
 
 @dataclass
 class Chat:
-    """The real reply path (bot.assistant) over the world, with the chat model on a local
+    """The real reply path (services.reply.assistant) over the world, with the chat model on a local
     OpenAI-compatible server."""
 
     world: World
@@ -737,7 +737,7 @@ async def open_chat(
         fake.set_handler(chat_model)
         llm = {"openai_api_key": SecretStr("test-key"), "openai_base_url": fake.base_url}
         async with open_world(settings, monkeypatch, **llm, **extra) as made:
-            yield Chat(made, fake, Assistant(made.s, bot_username="alfred"))
+            yield Chat(made, fake, build_assistant(made.s, bot_username="alfred"))
 
 
 async def test_listing_is_never_offered_nor_run_in_a_group(

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from integrations.circle_migration import move_circle
 from integrations.mongo.circle_move import move_circle_documents
 from memory.clock import ManualClock
 from memory.constants import (
@@ -42,7 +41,7 @@ from memory.models import (
     Viewer,
 )
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.container import Services, build_membership, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 
@@ -187,7 +186,7 @@ async def test_what_everyone_sees_is_unchanged_and_nothing_is_left_behind(s: Ser
     assert ("fact", "our anniversary is on 12 June") in before[(BOB, "group")]
     assert ("fact", "the gift for Bob is a red kayak") not in before[(BOB, "group")]
 
-    move = await move_circle(s, OLD, NEW, "Fam")
+    move = await build_membership(s).move_circle(OLD, NEW, "Fam")
     assert move.anything and move.moved[FACTS] == 3 and move.merged_duplicates == 0
 
     after = await everything_seen(s, NEW)
@@ -214,7 +213,7 @@ async def test_what_everyone_sees_is_unchanged_and_nothing_is_left_behind(s: Ser
     assert await db[FACTS].count_documents({"provenance.thread_id": str(OLD)}) == 0
 
     # Telegram announces the upgrade twice: the second move finds nothing to do
-    again = await move_circle(s, OLD, NEW, "Fam")
+    again = await build_membership(s).move_circle(OLD, NEW, "Fam")
     assert not again.anything
     assert await everything_seen(s, NEW) == after
 
@@ -229,7 +228,7 @@ async def test_a_supergroup_that_already_has_memories_is_merged_with(s: Services
     await remember(s, Partition.circle(str(NEW)), group(NEW), "the boiler was serviced")
     await s.directory.touch(str(NEW), NOW, 10)
 
-    move = await move_circle(s, OLD, NEW, "Fam")
+    move = await build_membership(s).move_circle(OLD, NEW, "Fam")
     assert move.merged_duplicates >= 1
     facts = [f.content for f in await s.facts.current_in_partition(Partition.circle(str(NEW)))]
     assert sorted(facts) == ["our anniversary is on 12 June", "the boiler was serviced"]
@@ -273,7 +272,7 @@ async def test_an_interrupted_move_finishes_when_run_again(s: Services) -> None:
 async def test_moving_an_unknown_group_does_nothing(s: Services) -> None:
     await fill(s)
     before = await everything_seen(s, OLD)
-    move = await move_circle(s, -999, -1000999, None)
+    move = await build_membership(s).move_circle(-999, -1000999, None)
     assert not move.anything and move.fact_ids == []
     assert await everything_seen(s, OLD) == before
     assert await s.directory.circle("-1000999") is None

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from integrations.mongo.connection import connect_mongo
 from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH
 from memory.constants import SCHEMA_MIGRATIONS
 from migrations import discover
+from runtime.connections import open_mongo
 from runtime.embedded import EmbeddedLease, acquire
 from tests.conftest import make_settings
 
@@ -253,7 +253,7 @@ async def test_two_migrations_at_once_apply_each_version_once(cli: Cli) -> None:
     for m in available:
         assert sum(out.count(f"applying {m.version:04d} ") for out, _ in outputs) == 1
 
-    handle = await connect_mongo(make_settings(cli.data_dir))
+    handle = await open_mongo(make_settings(cli.data_dir))
     try:
         docs = [d async for d in handle.db[SCHEMA_MIGRATIONS].find({}).sort("_id", 1)]
     finally:
@@ -289,7 +289,7 @@ def test_incompatible_migrate_options_are_a_usage_error(cli: Cli) -> None:
 
 async def test_a_migrate_that_cannot_get_the_lock_says_so_in_one_line(cli: Cli) -> None:
     cli.keep_server()
-    handle = await connect_mongo(make_settings(cli.data_dir))
+    handle = await open_mongo(make_settings(cli.data_dir))
     try:
         await handle.db[SCHEMA_MIGRATIONS].insert_one(
             {
@@ -321,7 +321,7 @@ async def test_legacy_import_at_start_then_on_demand_after_mapping(cli: Cli) -> 
     from migrations.legacy_import import LEGACY_SESSIONS
 
     cli.keep_server()
-    handle = await connect_mongo(make_settings(cli.data_dir))
+    handle = await open_mongo(make_settings(cli.data_dir))
     created = datetime(2025, 11, 3, 9, 0, tzinfo=UTC)
 
     def raw(kind: str, content: str, related: list[str]) -> dict[str, Any]:

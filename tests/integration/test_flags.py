@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.assistant import NOT_RECALLING, NOT_STORING
 from runtime.settings import Settings
+from services.reply.assistant import NOT_RECALLING, NOT_STORING
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
 
 CIRCLES = [{"circle": "fam", "members": ["alice", "bob"]}]

@@ -26,14 +26,14 @@ from hypothesis import HealthCheck, example, given, settings
 from pydantic import SecretStr
 from telegram import Update
 
-from bot.assistant import LLM_DOWN, MEMORY_DOWN
-from bot.incoming import TELEGRAM_MAX_TEXT, safe_text
 from bot.replay import Replay, replay_world
 from bot.run import run_bot
 from bot.telegram_app import ANONYMOUS_REPLY, NON_TEXT_REPLY
 from memory.errors import ConfigurationError, Unavailable
-from memory.intents import ForgetAllIntent, ForgetIntent, detect_intent
+from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
+from services.messages import TELEGRAM_MAX_TEXT, safe_text
+from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram
 from tests.helpers.hostile import hostile_message
 from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used by name

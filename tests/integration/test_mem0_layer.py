@@ -18,14 +18,10 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from integrations.mem0_index import (
-    Mem0CloudIndex,
-    Mem0OssIndex,
-    build_semantic_index,
-    delete_mirrors,
-    mirror_fact,
-    semantic_leg,
-)
+from integrations.mem0.cloud import Mem0CloudIndex
+from integrations.mem0.lookup import semantic_leg
+from integrations.mem0.mirror import delete_mirrors, mirror_fact
+from integrations.mem0.oss import Mem0OssIndex
 from integrations.mongo.facts import MongoFactStore
 from memory.clock import ManualClock
 from memory.errors import ConfigurationError, Unavailable
@@ -36,6 +32,7 @@ from memory.retrieval import RetrievalConfig, Retriever
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import FACT_ID_KEY, SemanticLeg, SemanticMetrics, semantic_user_id
+from runtime.builders import build_semantic_index
 from tests.conftest import make_settings
 from tests.helpers.fake_mem0 import FakeEmbeddings, FakeMem0
 from tests.helpers.fakes import HashEmbedder

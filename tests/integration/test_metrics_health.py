@@ -30,7 +30,8 @@ from integrations.redis.connection import RedisHandle
 from memory.formation import FormationReport
 from memory.llm import Usage
 from memory.models import Category, Partition
-from memory.retrieval import Candidate, RetrievalResult, ScoredFact
+from memory.retrieval import RetrievalResult, ScoredFact
+from memory.search.candidate import Candidate
 from memory.semantic import SemanticMetrics
 from runtime.health import add_health_routes, make_health_app
 from runtime.logs import REDACTED, configure_logging, sensitive
@@ -262,15 +263,14 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
     """The wiring, not the recorder: real code paths feed the process-wide metrics that
     ``/metrics`` serves — admin jobs run by a real arq worker on the embedded Redis, a
     formation job drained from the queue, and a reply whose retrieval ran."""
-    from bot.assistant import Assistant
-    from bot.incoming import Incoming, Sender
     from integrations.mongo.outbox import MongoOutbox, RequestKind
     from integrations.redis.queue import JobQueue
-    from jobs.admin.runner import AdminClient
+    from jobs.admin_client import AdminClient
     from jobs.config import queue_name
     from jobs.inprocess import drain
     from migrations import MigrationContext, migrate
-    from runtime.container import Services, build_services
+    from runtime.container import Services, build_assistant, build_services
+    from services.messages import Incoming, Sender
     from tests.conftest import make_settings
     from tests.helpers.fakes import HashEmbedder
 
@@ -292,7 +292,7 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
                 db=services.mongo.db, atlas_search=False, embedding_dims=64, log=lambda _: None
             )
         )
-        bot = Assistant(services)
+        bot = build_assistant(services)
         mia = Sender(telegram_id=7001, name="Mia")
 
         async def dm(n: int, text: str) -> str:

@@ -19,17 +19,28 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from integrations.openai_llm import OpenAILLM, RetryPolicy
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
-from memory.llm import LLM, LLMOutputError, PromptMessage, ToolCall, ToolSpec
+from memory.llm import (
+    LLM,
+    ChatOutcome,
+    ChatTask,
+    LLMOutputError,
+    ModelTier,
+    PromptMessage,
+    ToolCall,
+    ToolRunner,
+    ToolSpec,
+)
 from memory.models import ReflectionScope, Role, ThreadKind
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext
 from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext
+from memory.prompts.reply import REPLY, ReplyContext, ReplyRequest, build_messages
 from runtime.settings import Settings
 from tests.helpers.fake_openai import (
     EMBEDDINGS,
@@ -422,7 +433,7 @@ async def test_no_openai_exception_escapes(
     with pytest.raises(AlfredError) as raised:
         await llm.run(EXTRACT_FACTS, facts_context())
     with pytest.raises(AlfredError):
-        await llm.chat([PromptMessage(role="user", content="hi")], [], _no_tools)
+        await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
 
     assert not isinstance(raised.value, openai.OpenAIError)
     assert raised.value.__cause__ is None
@@ -435,6 +446,25 @@ async def _no_tools(call: ToolCall) -> str:
     raise AssertionError(f"no tool expected, got {call}")
 
 
+class _Conversation(BaseModel):
+    messages: list[PromptMessage]
+
+
+#: A chat task that sends the messages it is given, to drive the tool loop directly.
+CONVERSATION: ChatTask[_Conversation] = ChatTask(
+    "chat", ModelTier.CHAT, _Conversation, lambda ctx: list(ctx.messages)
+)
+
+
+async def _chat(
+    llm: OpenAILLM,
+    messages: list[PromptMessage],
+    tools: list[ToolSpec],
+    run_tool: ToolRunner,
+) -> ChatOutcome:
+    return await llm.chat(CONVERSATION, _Conversation(messages=messages), tools, run_tool)
+
+
 async def test_each_tier_uses_its_configured_model(fake: FakeOpenAI, llm: OpenAILLM) -> None:
     await llm.run(EXTRACT_FACTS, facts_context())
     await llm.run(
@@ -443,7 +473,7 @@ async def test_each_tier_uses_its_configured_model(fake: FakeOpenAI, llm: OpenAI
             scope=ReflectionScope.USER, reflections=["Alice likes tea"], word_limit=50
         ),
     )
-    await llm.chat([PromptMessage(role="user", content="hello")], [], _no_tools)
+    await _chat(llm, [PromptMessage(role="user", content="hello")], [], _no_tools)
 
     assert [r.model for r in fake.chat_requests] == [FAST, SLOW, CHAT]
     assert "response_format" not in fake.chat_requests[2].json
@@ -459,7 +489,7 @@ async def test_usage_is_accounted_per_task(fake: FakeOpenAI, llm: OpenAILLM) -> 
 
     await llm.run(EXTRACT_FACTS, facts_context())
     await llm.run(EXTRACT_FACTS, facts_context())
-    await llm.chat([PromptMessage(role="user", content="hi")], [], _no_tools)
+    await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
 
     assert llm.usage.calls == {"extract_facts": 3, "chat": 1}
     assert llm.usage.prompt_tokens == {"extract_facts": 210, "chat": 30}
@@ -513,7 +543,8 @@ async def test_chat_tool_call_round_trip(fake: FakeOpenAI, llm: OpenAILLM) -> No
         seen.append(call)
         return "Alice is allergic to peanuts (importance 9)"
 
-    outcome = await llm.chat(
+    outcome = await _chat(
+        llm,
         [
             PromptMessage(role="system", content="You are Alfred."),
             PromptMessage(role="user", content="What is Alice allergic to?"),
@@ -565,7 +596,7 @@ async def test_chat_runs_several_calls_of_one_round(fake: FakeOpenAI, llm: OpenA
     async def run_tool(call: ToolCall) -> str:
         return f"result for {call.arguments['query']}"
 
-    outcome = await llm.chat([PromptMessage(role="user", content="?")], [SEARCH], run_tool)
+    outcome = await _chat(llm, [PromptMessage(role="user", content="?")], [SEARCH], run_tool)
 
     assert [c.id for c in outcome.tool_calls] == ["c1", "c2"]
     tools = [m for m in fake.chat_requests[1].messages if m["role"] == "tool"]
@@ -591,7 +622,7 @@ async def test_chat_stops_offering_tools_after_four_rounds(
         calls += 1
         return "nothing"
 
-    outcome = await llm.chat([PromptMessage(role="user", content="dig")], [SEARCH], run_tool)
+    outcome = await _chat(llm, [PromptMessage(role="user", content="dig")], [SEARCH], run_tool)
 
     assert outcome.text == "Here is what I found."
     assert calls == 4
@@ -607,7 +638,7 @@ async def test_chat_reports_bad_tool_arguments_to_the_model(
         completion("Sorry, let me answer directly."),
     )
 
-    outcome = await llm.chat([PromptMessage(role="user", content="?")], [SEARCH], _no_tools)
+    outcome = await _chat(llm, [PromptMessage(role="user", content="?")], [SEARCH], _no_tools)
 
     assert outcome.text == "Sorry, let me answer directly."
     assert outcome.tool_calls == []
@@ -630,7 +661,7 @@ async def test_chat_replays_history_with_tool_messages(fake: FakeOpenAI, llm: Op
         PromptMessage(role="user", content="Y ahora?", name="Алиса"),
     ]
 
-    await llm.chat(history, [SEARCH], _no_tools)
+    await _chat(llm, history, [SEARCH], _no_tools)
 
     sent = fake.chat_requests[0].messages
     assert sent[1]["tool_calls"][0]["function"]["name"] == "search_memory"
@@ -643,18 +674,41 @@ async def test_chat_replays_history_with_tool_messages(fake: FakeOpenAI, llm: Op
 
 async def test_chat_errors_are_translated_and_retried(fake: FakeOpenAI, llm: OpenAILLM) -> None:
     fake.enqueue(server_error(502), "Hi!")
-    assert (await llm.chat([PromptMessage(role="user", content="hi")], [], _no_tools)).text == "Hi!"
+    outcome = await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
+    assert outcome.text == "Hi!"
 
     fake.set_handler(lambda request: server_error(500))
     with pytest.raises(Unavailable):
-        await llm.chat([PromptMessage(role="user", content="hi")], [SEARCH], _no_tools)
+        await _chat(llm, [PromptMessage(role="user", content="hi")], [SEARCH], _no_tools)
 
 
 async def test_chat_with_empty_text_is_an_output_error(fake: FakeOpenAI, llm: OpenAILLM) -> None:
     fake.enqueue(completion("  "))
 
     with pytest.raises(LLMOutputError):
-        await llm.chat([PromptMessage(role="user", content="hi")], [], _no_tools)
+        await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
+
+
+async def test_reply_task_sends_the_reply_prompt(fake: FakeOpenAI, llm: OpenAILLM) -> None:
+    reply = ReplyContext(
+        speaker_id="u1",
+        speaker_name="Alice",
+        thread_kind=ThreadKind.DM,
+        text="What am I allergic to?",
+        now=datetime(2025, 3, 3, 12, 0, tzinfo=UTC),
+        facts_block="- Alice is allergic to peanuts",
+    )
+    history = [PromptMessage(role="assistant", content="Hello!")]
+    fake.enqueue(completion("Peanuts."))
+
+    outcome = await llm.chat(REPLY, ReplyRequest(reply=reply, history=history), [], _no_tools)
+
+    assert outcome.text == "Peanuts."
+    expected = build_messages(reply, history)
+    sent = fake.chat_requests[0].messages
+    assert [(m["role"], m["content"]) for m in sent] == [(m.role, m.content) for m in expected]
+    assert fake.chat_requests[0].model == CHAT
+    assert llm.usage.calls == {"chat": 1}
 
 
 # -- the fake's default mode (for benchmarks) ---------------------------------------------
@@ -686,7 +740,7 @@ async def test_default_handler_answers_every_formation_task(
             word_limit=5,
         ),
     )
-    reply = await llm.chat([PromptMessage(role="user", content="hi")], [SEARCH], _no_tools)
+    reply = await _chat(llm, [PromptMessage(role="user", content="hi")], [SEARCH], _no_tools)
 
     assert [(f.content, f.speaker_id, f.source_message_ids) for f in facts.facts] == [
         ("Alice said: I'm allergic to peanuts", "u1", ["m1"])

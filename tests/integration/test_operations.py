@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.assistant import Assistant
-from bot.incoming import Incoming, Sender
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
@@ -33,7 +31,6 @@ from memory.constants import (
 )
 from memory.facts import FactWriter
 from memory.ids import new_id
-from memory.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
 from memory.models import (
     Category,
     Clarification,
@@ -60,9 +57,11 @@ from memory.operations import (
     choice_answer,
 )
 from memory.prompts.common import Person
+from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
+from services.messages import Incoming, Sender
 from tests.helpers.fakes import HashEmbedder
 
 Db = AsyncDatabase[dict[str, Any]]
@@ -577,7 +576,7 @@ async def services(settings: Settings) -> AsyncIterator[Services]:
 
 class Chat:
     def __init__(self, services: Services) -> None:
-        self.bot = Assistant(services)
+        self.bot = build_assistant(services)
         self.n = 0
 
     async def __call__(self, who: Person, text: str, *, group: bool = False) -> str:

@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.assistant import CONFIRM_ERASE
 from bot.replay import Replay, replay_world
 from memory.models import Clarification, Partition
 from memory.operations import FORGOTTEN, NOTHING_TO_FORGET
 from runtime.settings import Settings
+from services.reply.assistant import CONFIRM_ERASE
 from tests.helpers.fake_mem0 import FakeMem0
 from tests.helpers.fake_openai import (
     FakeOpenAI,

@@ -138,7 +138,7 @@ async def test_forget_everything_needs_the_confirmation_and_only_the_next_messag
 ) -> None:
     """ "Forget everything about me" asks first; the very next message of that person
     either confirms it or cancels it; someone else speaking in between changes nothing."""
-    from bot.assistant import CONFIRM_ERASE, CONFIRM_ERASE_US
+    from services.reply.assistant import CONFIRM_ERASE, CONFIRM_ERASE_US
 
     out = await replay_lines(
         settings,

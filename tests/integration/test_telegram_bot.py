@@ -33,13 +33,14 @@ from pydantic import SecretStr
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import ServerSelectionTimeoutError
 
-from bot.assistant import LLM_DOWN, MEMORY_DOWN
 from bot.run import run_bot
-from bot.telegram_app import NON_TEXT_REPLY, UNKNOWN_COMMAND
+from bot.telegram_app import NON_TEXT_REPLY
 from integrations.mongo.connection import MongoHandle
 from integrations.redis.connection import RedisHandle
 from memory.errors import ConfigurationError
 from runtime.settings import Settings
+from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
+from services.reply.commands import UNKNOWN_COMMAND
 from tests.helpers.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
@@ -981,7 +982,7 @@ async def test_a_reply_refused_by_an_upgraded_group_moves_the_circle_and_goes_th
 async def test_a_failed_move_still_delivers_the_reply_and_the_announcement_retries_it(
     bot_env: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import integrations.circle_migration as circle_migration
+    import integrations.mongo.circle_move as circle_migration
 
     move = circle_migration.move_circle_documents
 

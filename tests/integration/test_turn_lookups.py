@@ -1,4 +1,4 @@
-"""One reply reads each circle and each user once (bot.turn_lookups), on the real database.
+"""One reply reads each circle and each user once (services.reply.lookups), on the real database.
 
 A reply names people in three places (the memory block, the people in the chat, the
 recent history); the directory reads behind them are counted here, through the real
@@ -16,15 +16,14 @@ from typing import Any
 
 import pytest
 
-from bot.assistant import Assistant
-from bot.incoming import Incoming, Sender
-from bot.turn_lookups import TurnLookups
 from integrations.mongo.directory import MongoDirectory
 from memory.clock import ManualClock
 from memory.models import Circle, User
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
+from services.messages import Incoming, Sender
+from services.reply.lookups import TurnLookups
 from tests.helpers.fakes import HashEmbedder
 
 NOW = datetime(2026, 4, 1, 9, tzinfo=UTC)
@@ -80,7 +79,7 @@ def said(who: int, name: str, text: str, n: int, *, addressed: bool = False) -> 
 async def test_a_reply_reads_each_circle_and_the_users_once(s: Services) -> None:
     directory = s.directory
     assert isinstance(directory, CountingDirectory)
-    assistant = Assistant(s)
+    assistant = build_assistant(s)
     lines = [
         (ANN, "Ann", "@alfred remember that our anniversary is on 12 June"),
         (BEN, "Ben", "we should book the restaurant soon"),

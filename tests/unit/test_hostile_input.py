@@ -15,29 +15,29 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from telegram import Update
 
-from bot.incoming import TELEGRAM_MAX_TEXT, safe_text, split_for_telegram
 from bot.replay import LINE_KINDS, ScriptError, parse_script
 from bot.telegram_app import to_incoming
-from integrations.offline_llm import compose_reply
-from integrations.offline_llm.extract import extract_facts
 from memory.errors import ConfigurationError
-from memory.intents import (
+from memory.models import Category, Role, ThreadKind
+from memory.prompts.common import JournalLine, Person
+from memory.prompts.extract_facts import ExtractFactsContext
+from memory.prompts.reply import CitedMemory, ReplyContext
+from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
     ForgetAllIntent,
     ForgetIntent,
     RecallIntent,
     RememberIntent,
-    clean_text,
     detect_ambiguous_reference,
     detect_intent,
     strip_addressing,
 )
-from memory.models import Category, Role, ThreadKind
-from memory.prompts.common import JournalLine, Person
-from memory.prompts.extract_facts import ExtractFactsContext
-from memory.prompts.reply import CitedMemory, ReplyContext
+from memory.rules.tasks.extract_facts import extract_facts
+from memory.rules.tasks.reply import compose_reply
+from memory.rules.text import clean_text
 from runtime.settings import Settings, load_settings
+from services.messages import TELEGRAM_MAX_TEXT, safe_text, split_for_telegram
 from tests.helpers.hostile import any_char, hostile_message, hostile_text
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

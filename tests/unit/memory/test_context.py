@@ -14,7 +14,8 @@ from memory.models import (
     ReflectionScope,
     Viewer,
 )
-from memory.retrieval import Candidate, ScoredFact
+from memory.retrieval import ScoredFact
+from memory.search.candidate import Candidate
 from tests.helpers.world import dm, group, viewer
 
 NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)

@@ -1,0 +1,60 @@
+"""What the reply path needs beyond storage: the calendar, metrics, and moving a circle.
+
+Each is a port so the reply service stays free of Telegram, Google and Prometheus: the
+composition root hands in the adapters (or nothing, for a feature that is off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memory.llm import ToolCall, ToolSpec
+from memory.models import CircleMove, Viewer
+from memory.retrieval import RetrievalResult
+
+
+class CalendarToolbox(Protocol):
+    """The calendar tools one viewer may use in one reply (none when not connected)."""
+
+    @property
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+    def handles(self, name: str) -> bool: ...
+
+    async def run(self, call: ToolCall) -> str: ...
+
+
+class CalendarAccess(Protocol):
+    """The calendar as the reply path sees it."""
+
+    async def toolbox(self, viewer: Viewer, *, enabled: bool) -> CalendarToolbox:
+        """The viewer's tools; ``enabled`` False gives none without any lookup."""
+        ...
+
+    async def take_revoked_notice(self, user_id: str) -> str | None:
+        """A notice that the person's calendar access was revoked, once."""
+        ...
+
+    async def forget_user(self, user_id: str) -> None:
+        """Erase the person's calendar connection and everything derived from it."""
+        ...
+
+    async def command(self, viewer: Viewer, argument: str) -> str:
+        """The answer to ``/calendar [argument]`` (connect, off, allow, deny)."""
+        ...
+
+
+class ReplyObserver(Protocol):
+    """Where the reply path reports what it measured (Prometheus in production)."""
+
+    def record_retrieval(self, result: RetrievalResult) -> None: ...
+
+
+class CircleMover(Protocol):
+    """Re-keys a circle's documents when its group becomes a supergroup (idempotent)."""
+
+    async def move_circle(
+        self, old_chat_id: int, new_chat_id: int, title: str | None, at: datetime
+    ) -> CircleMove: ...

@@ -1,0 +1,151 @@
+"""Corrections: "actually, …", "that's wrong, …", "I used to … but now …", "X, not Y".
+
+A bare "no, …" is not a correction (it is far more often an answer to Alfred's question),
+and an implicit one needs something to correct: "I'm not vegan anymore" counts because
+"I'm vegan" can be read back from it; "I can't wait anymore" does not.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from memory.rules.intents.clause import Clause, clean_payload, sentence_clauses
+from memory.rules.intents.kinds import CorrectionIntent
+from memory.rules.intents.negation import ANYMORE, split_negation
+from memory.rules.text import MAX_PARSE_CHARS
+from memory.rules.verbs import conjugate_for
+
+_CUE_PATTERNS: Final = (
+    (
+        "correction",
+        re.compile(
+            r"^(?:(?:small|quick|one|a)\s+)?correction\s*[:\-–—,]\s*(?P<s>.*)$|"
+            r"^(?:to\s+correct\s+(?:myself|that|you)|let\s+me\s+correct\s+(?:that|myself))\s*"
+            r"[:\-–—,]?\s*(?P<s2>.*)$",
+            re.I | re.S,
+        ),
+    ),
+    (
+        "that's not right",
+        re.compile(
+            r"^(?:no\s*[,.!]?\s*)?(?:that|this)(?:'s|\s+is|\s+was|\s+isn't|\s+wasn't)\s+"
+            r"(?:not\s+(?:right|correct|true|accurate)|wrong|incorrect|inaccurate|false|untrue"
+            r"|outdated|out\s+of\s+date|right|correct|true)\s*[,:;.!\-–—]*\s*(?P<s>.*)$",
+            re.I | re.S,
+        ),
+    ),
+    (
+        "i meant",
+        re.compile(
+            r"^(?:no\s*[,.!]?\s*)?i\s+meant(?:\s+to\s+say)?\s*[:,]?\s*(?P<s>.+)$", re.I | re.S
+        ),
+    ),
+    (
+        "actually",
+        re.compile(
+            r"^(?:no\s*[,.!]?\s*|wait\s*[,.!]?\s*)?actually\s*[,:\-–—!]*\s*(?:no\s*[,.!]\s*)?(?P<s>.+)$",
+            re.I | re.S,
+        ),
+    ),
+    (
+        "not anymore",
+        re.compile(
+            r"^(?:(?:not|no)\s+any\s?(?:more|longer)|no\s+longer|not\s+since\s+\w+)\s*[,:;.!\-–—]*\s*(?P<s>.*)$",
+            re.I | re.S,
+        ),
+    ),
+)
+_THATS_RIGHT_WORDS = re.compile(
+    r"\b(?:not|wrong|incorrect|inaccurate|false|untrue|outdated|out\s+of)\b|n't\b", re.I
+)
+
+
+def detect_correction(text: str) -> CorrectionIntent | None:
+    """A correction of something remembered, with the corrected statement.
+
+    Cues: "actually, …" (sentence-initial, a statement), "correction: …", "that's not
+    right/wrong, …", "I meant …", "not anymore"/"no longer" (alone or with a statement),
+    "I used to … but (now) …", "… anymore"/"… no longer …" in a statement, "X, not Y", and
+    "my … has changed". A cue sentence with nothing after it takes the next sentence
+    ("That's wrong. My mom's name is Sarah.").
+    """
+    clauses = sentence_clauses(text, retraction=False)
+    for index, clause in enumerate(clauses):
+        if clause.question:
+            continue
+        body = clause.text
+        for cue, pattern in _CUE_PATTERNS:
+            match = pattern.match(body)
+            if match is None:
+                continue
+            if cue == "that's not right" and not _THATS_RIGHT_WORDS.search(
+                body[: match.start("s")]
+            ):
+                continue
+            rest = clean_payload(next((g for g in match.groups() if g), ""))
+            if not rest and cue != "actually":
+                rest = _next_statement(clauses, index)
+            if cue == "actually" and len(rest.split()) < 2:
+                break
+            if cue == "i meant" and re.match(r"^to\s", rest, re.I):
+                break
+            statement, negated = split_negation(rest) if rest else (None, None)
+            return CorrectionIntent(statement=statement, negated=negated, cue=cue)
+        found = _implicit_correction(body)
+        if found is not None:
+            return found
+    return None
+
+
+def _next_statement(clauses: list[Clause], index: int) -> str:
+    if index + 1 < len(clauses) and not clauses[index + 1].question:
+        return clauses[index + 1].text
+    return ""
+
+
+_USED_TO = re.compile(
+    r"^(?P<subj>.+?)\s+used\s+to\s+(?P<old>.+?)\s*[,;]?\s+but\s+(?:now\s*,?\s+)?(?P<new>.+)$",
+    re.I | re.S,
+)
+_STOPPED = re.compile(
+    r"^(?:(?:i|we|he|she|they|you)\s+)?(?:(?:don'?t|do\s+not|doesn'?t|does\s+not)(?:\s+any\s?more)?"
+    r"|no\s+longer|not\s+any\s?more|stopped|quit|gave\s+(?:it\s+)?up|no\s+more)(?:\s+any\s?more)?$",
+    re.IGNORECASE,
+)
+_SUBJECT_START = re.compile(
+    r"^(?:i|i'm|im|we|we're|he|she|they|it|my|our|his|her|their|[A-Z][\w'-]*)\b"
+)
+
+_CHANGED = re.compile(r"\b(?:has|have)\s+changed\b|\bchanged\s+(?:to|from)\b", re.IGNORECASE)
+_DUMMY_SUBJECT = re.compile(
+    r"^(?:it|it's|that|that's|this|there|there's|things|nothing|everything)\b", re.IGNORECASE
+)
+
+
+def _implicit_correction(body: str) -> CorrectionIntent | None:
+    if len(body) > MAX_PARSE_CHARS:
+        return None
+    used = _USED_TO.match(body)
+    if used:
+        subject, old, new = used.group("subj"), used.group("old"), clean_payload(used.group("new"))
+        was = f"{subject} {conjugate_for(subject, old)}"
+        if not new or _STOPPED.match(new):
+            return CorrectionIntent(
+                statement=f"{subject} no longer {conjugate_for(subject, old)}",
+                negated=was,
+                cue="used to",
+            )
+        if not _SUBJECT_START.match(new):
+            new = f"{subject} {new}"
+        return CorrectionIntent(statement=new, negated=was, cue="used to")
+    # Only when what stopped being true can be read back ("I'm not vegan anymore" →
+    # "I'm vegan"); "I can't wait anymore" is a mood, not a correction.
+    # Dummy subjects ("it doesn't matter anymore") are not about anyone either.
+    statement, negated = split_negation(body)
+    if negated is not None and not _DUMMY_SUBJECT.match(negated):
+        cue = "not anymore" if ANYMORE.search(body) else "not"
+        return CorrectionIntent(statement=statement, negated=negated, cue=cue)
+    if _CHANGED.search(body) and re.search(r"\b(?:my|our|i|we)\b", body, re.IGNORECASE):
+        return CorrectionIntent(statement=body, cue="has changed")
+    return None

@@ -1,0 +1,81 @@
+"""What a message can ask of Alfred's memory: one frozen result type per intent."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Intent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class RememberIntent(_Intent):
+    """An explicit request to store something: ``payload`` is the text to remember."""
+
+    kind: Literal["remember"] = "remember"
+    payload: str
+
+
+class CorrectionIntent(_Intent):
+    """The user corrects something Alfred knows.
+
+    ``statement`` is what is true now, in the speaker's words ("I'm not vegetarian
+    anymore"), or ``None`` when the message only rejects something said before ("That's
+    not right.", "Not anymore."): the caller must look at the conversation for what.
+    ``negated`` is what stopped being true, where the sentence says it ("I'm vegetarian").
+    """
+
+    kind: Literal["correction"] = "correction"
+    statement: str | None
+    negated: str | None = None
+    cue: str
+
+
+class ForgetIntent(_Intent):
+    """Delete one memory; ``target`` is ``None`` for "forget that" (the last thing said)."""
+
+    kind: Literal["forget"] = "forget"
+    target: str | None
+
+
+class ForgetAllIntent(_Intent):
+    """Erase everything about the speaker (``me``) or the whole circle (``us``)."""
+
+    kind: Literal["forget_all"] = "forget_all"
+    target: Literal["me", "us"]
+
+
+class RecallIntent(_Intent):
+    """List what Alfred remembers about the speaker (``me``) or the circle (``us``)."""
+
+    kind: Literal["recall"] = "recall"
+    target: Literal["me", "us"]
+
+
+DirectiveTopic = Literal["language", "name", "length", "style", "avoid", "general"]
+
+
+class DirectiveIntent(_Intent):
+    """A standing instruction on how Alfred should behave with this user.
+
+    ``instruction`` is the sentence without addressing, politeness or final punctuation
+    ("always keep your answers short"); ``value`` the key word where there is one
+    ("Spanish", "Al", "emojis", "short").
+    """
+
+    kind: Literal["directive"] = "directive"
+    topic: DirectiveTopic
+    instruction: str
+    value: str | None = None
+
+
+Intent = (
+    RememberIntent
+    | CorrectionIntent
+    | ForgetIntent
+    | ForgetAllIntent
+    | RecallIntent
+    | DirectiveIntent
+)

@@ -1,0 +1,78 @@
+"""Remember: an explicit "remember that …" and the text it asks to keep.
+
+"I remember that film", "remember that time we went to Rome?" (a reminiscence) and
+"remember to buy milk" (a reminder) are not requests to store anything.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from memory.rules.intents.clause import (
+    DONT,
+    NOT_A_PAYLOAD,
+    SELF_START,
+    Clause,
+    clean_payload,
+    has_letters,
+    sentence_clauses,
+)
+from memory.rules.intents.kinds import RememberIntent
+
+_REMEMBER_CUES: Final = (
+    re.compile(r"^remember(?:\s+this)?\s*[:\-–—]\s*(?P<p>.+)$", re.I | re.S),
+    re.compile(r"^remember\s*,\s*(?P<p>.+)$", re.I | re.S),
+    re.compile(r"^remember\s+that\s+(?P<p>.+)$", re.I | re.S),
+    re.compile(rf"^remember\s+(?P<p>{SELF_START}.+)$", re.I | re.S),
+    re.compile(rf"^{DONT}\s+(?:ever\s+)?forget\s*(?:that\s+|[:,\-–—]\s*)(?P<p>.+)$", re.I | re.S),
+    re.compile(rf"^{DONT}\s+(?:ever\s+)?forget\s+(?P<p>{SELF_START}.+)$", re.I | re.S),
+    re.compile(r"^(?:keep|bear)\s+in\s+mind\s*(?:that\s+|[:,\-–—]\s*)?(?P<p>.+)$", re.I | re.S),
+    re.compile(
+        r"^(?:make|take)\s+(?:a\s+)?(?:mental\s+)?note\s*(?:that\s+|of\s+|[:,\-–—]\s*)(?P<p>.+)$",
+        re.I | re.S,
+    ),
+    re.compile(r"^note\s*(?:that\s+|[:\-–—]\s*)(?P<p>.+)$", re.I | re.S),
+    re.compile(r"^note\s+to\s+self\s*[:\-–—,]?\s*(?P<p>.+)$", re.I | re.S),
+    re.compile(r"^for\s+the\s+record\s*[,:\-–—]?\s*(?P<p>.+)$", re.I | re.S),
+    re.compile(
+        r"^(?:memori[sz]e|store|save)\s+(?:that\s+|this\s*[:\-–—]\s*)(?P<p>.+)$", re.I | re.S
+    ),
+)
+# "Remember that film we saw?" — a demonstrative + noun, then a relative clause or nothing.
+_REMINISCENCE = re.compile(
+    r"^(?:time|day|night|week|weekend|morning|evening|film|movie|song|book|place|restaurant"
+    r"|bar|cafe|hotel|trip|holiday|vacation|guy|girl|woman|man|one|show|episode|game|party"
+    r"|dinner|lunch|meal|joke|story|concert|summer|winter)"
+    r"(?:\s+(?:we|i|you|he|she|they|when|where|with|who|that|at|in|on|from|last|about)\b.*)?$",
+    re.IGNORECASE | re.S,
+)
+
+
+def detect_remember(text: str) -> RememberIntent | None:
+    """An explicit "remember that …" style request, with the text to store.
+
+    Handles "remember that/: /, …", "remember my …", "don't forget (that) …", "keep/bear
+    in mind (that) …", "make/take a note (that/of) …", "note that/: …", "for the record,
+    …" and "memorise/store/save that …". The payload is the rest of that sentence.
+    """
+    for clause in sentence_clauses(text):
+        for pattern in _REMEMBER_CUES:
+            match = pattern.match(clause.text)
+            if match is None:
+                continue
+            payload = clean_payload(match.group("p"))
+            if not _valid_payload(payload, clause, reminiscence_check=pattern is _REMEMBER_CUES[2]):
+                break
+            return RememberIntent(payload=payload)
+    return None
+
+
+def _valid_payload(payload: str, clause: Clause, *, reminiscence_check: bool) -> bool:
+    if not has_letters(payload) or payload.lower() in NOT_A_PAYLOAD:
+        return False
+    if re.match(r"^to\s", payload, re.IGNORECASE):  # a reminder, not a memory
+        return False
+    if clause.question and not clause.polite:
+        return False
+    return not (reminiscence_check and _REMINISCENCE.match(payload))

@@ -1,0 +1,150 @@
+"""Read a third-person fact back into (subject, predicate, object, polarity).
+
+Deterministic update decisions need to know when two facts talk about the same thing:
+"Alice likes coffee" and "Alice dislikes coffee" share a subject and a topic but disagree;
+"Alice's sister's name is Jane" and "… is Anna" share a single-valued slot with two
+values. The parser understands the wordings the offline rules produce (and the ones a
+model typically writes); anything else gives ``None`` and falls back to text similarity.
+
+Two kinds of slot:
+
+* **single-valued** — at most one value is true at a time: "S's X is Y", "S works at Y",
+  "S lives in Y", "S is married to Y", "S wants replies in Y", "S wants to be called Y".
+  A different value is a contradiction.
+* **multi-valued** — the object is part of the slot: "S likes Y", "S is allergic to Y",
+  "S is vegetarian", "S eats Y". Only the opposite polarity contradicts ("S is not
+  vegetarian anymore"); the same polarity in other words ("likes" → "loves") refines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from memory.rules.language import norm_key, strip_end
+
+Relation = Literal["same", "refines", "contradicts"]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A fact's subject, predicate and object, and whether it is affirmed."""
+
+    subject: str
+    predicate: str
+    obj: str
+    positive: bool
+    single: bool
+    verb: str = ""
+
+
+_ADV = r"(?:(?:really|absolutely|also|truly|still|now|totally|definitely|currently)\s+)*"
+_NEGATIVE_SENTIMENT = re.compile(
+    r"^(?:dislikes?|hates?|detests?|loathes?|despises?|can't\s+stand|cannot\s+stand"
+    r"|doesn't\s+(?:like|enjoy)|does\s+not\s+(?:like|enjoy)|don't\s+(?:like|enjoy)"
+    r"|no\s+longer\s+(?:likes?|loves?|enjoys?)|is\s+not\s+a\s+fan\s+of)$",
+    re.IGNORECASE,
+)
+_SENTIMENT = re.compile(
+    rf"^(?P<s>.+?)\s+{_ADV}(?P<v>likes?|loves?|enjoys?|adores?|prefers?|is\s+a\s+(?:big\s+"
+    r"|huge\s+)?fan\s+of|is\s+not\s+a\s+fan\s+of|dislikes?|hates?|detests?|loathes?|despises?"
+    r"|can't\s+stand|cannot\s+stand|doesn't\s+(?:like|enjoy)|does\s+not\s+(?:like|enjoy)"
+    r"|don't\s+(?:like|enjoy)|no\s+longer\s+(?:likes?|loves?|enjoys?))\s+(?P<o>.+)$",
+    re.IGNORECASE,
+)
+_HABIT = re.compile(
+    r"^(?P<s>.+?)\s+(?P<neg>doesn't\s+|does\s+not\s+|don't\s+|no\s+longer\s+|never\s+)?"
+    r"(?P<v>eats?|drinks?|smokes?)\b\s*(?P<o>.*?)(?:\s+any\s?(?:more|longer))?$",
+    re.IGNORECASE,
+)
+_SINGLE = re.compile(
+    r"^(?P<s>.+?)\s+(?P<neg>no\s+longer\s+|doesn't\s+|does\s+not\s+)?(?P<p>works?\s+(?:at|for"
+    r"|as)|lives?\s+(?:in|at)|moved\s+to|is\s+from|is\s+married\s+to|is\s+engaged\s+to"
+    r"|is\s+dating|wants\s+(?:alfred\s+to\s+)?(?:reply|replies|answers)\s+in"
+    r"|wants\s+to\s+be\s+called)\s+(?P<o>.+?)(?:\s+any\s?(?:more|longer))?$",
+    re.IGNORECASE,
+)
+_COPULA = re.compile(
+    r"^(?P<s>[^:]+?)\s+(?:is|are)\s+(?P<neg>not\s+|no\s+longer\s+)?(?P<o>.+?)"
+    r"(?:\s+any\s?(?:more|longer))?$",
+    re.IGNORECASE,
+)
+_SAME_PREDICATE: Final = {"moved to": "lives in", "live in": "lives in", "work at": "works at"}
+_MAX_SUBJECT_WORDS: Final = 6
+
+
+def parse_slot(fact: str) -> Slot | None:
+    """The slot a fact fills, or None when its wording is not understood."""
+    text = strip_end(" ".join(fact.split()))
+    if not text or len(text) > 300:
+        return None
+    for parse in (_sentiment, _habit, _single, _copula):
+        slot = parse(text)
+        if slot is not None and len(slot.subject.split()) <= _MAX_SUBJECT_WORDS:
+            return slot
+    return None
+
+
+def _key(text: str) -> str:
+    return re.sub(r"^(?:a|an|the)\s+", "", norm_key(text))
+
+
+def _sentiment(text: str) -> Slot | None:
+    match = _SENTIMENT.match(text)
+    if match is None:
+        return None
+    verb = " ".join(match.group("v").lower().split())
+    positive = _NEGATIVE_SENTIMENT.match(verb) is None
+    return Slot(_key(match.group("s")), "sentiment", _key(match.group("o")), positive, False, verb)
+
+
+def _habit(text: str) -> Slot | None:
+    match = _HABIT.match(text)
+    if match is None:
+        return None
+    verb = match.group("v").lower().rstrip("s")
+    return Slot(
+        _key(match.group("s")), verb, _key(match.group("o")), match.group("neg") is None, False
+    )
+
+
+def _single(text: str) -> Slot | None:
+    match = _SINGLE.match(text)
+    if match is None:
+        return None
+    predicate = " ".join(match.group("p").lower().split())
+    predicate = re.sub(r"^(work|live)s?\b", r"\1s", predicate)
+    predicate = _SAME_PREDICATE.get(predicate, predicate)
+    if predicate.startswith("wants"):
+        predicate = "wants replies in" if "called" not in predicate else predicate
+    return Slot(
+        _key(match.group("s")), predicate, _key(match.group("o")), match.group("neg") is None, True
+    )
+
+
+def _copula(text: str) -> Slot | None:
+    match = _COPULA.match(text)
+    if match is None:
+        return None
+    subject = match.group("s")
+    positive = match.group("neg") is None
+    if "'s " in subject or subject.endswith("'s"):
+        # "Alice's sister's name is Jane": one value at a time.
+        return Slot(_key(subject), "is", _key(match.group("o")), positive, True)
+    return Slot(_key(subject), "is " + _key(match.group("o")), "", positive, False)
+
+
+def relate(new: Slot, old: Slot) -> Relation | None:
+    """How a newer fact's slot relates to an older one's, or None if unrelated."""
+    if new.subject != old.subject or new.predicate != old.predicate:
+        return None
+    if new.single:
+        if new.obj == old.obj:
+            return "same" if new.positive == old.positive else "contradicts"
+        return "contradicts" if new.positive and old.positive else None
+    if new.obj != old.obj:
+        return None
+    if new.positive != old.positive:
+        return "contradicts"
+    return "same" if new.verb == old.verb else "refines"

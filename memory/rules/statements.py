@@ -1,0 +1,157 @@
+"""First-person statements worth remembering, read one clause at a time.
+
+A sentence is cut into clauses (fillers, tails and final marks removed), each clause is
+matched against the table of :mod:`memory.rules.statement_rules`, and a match becomes a
+stand-alone third-person fact with the rule's category and importance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from memory.constants import FACT_MAX_WORDS
+from memory.models import Category
+from memory.rules.dates import has_date, resolve_relative_dates
+from memory.rules.language import capitalise, content_terms, strip_end, word_count
+from memory.rules.person import Voice, to_third_person, uses_group
+from memory.rules.statement_rules import (
+    EMPTY_OBJECT,
+    GROUP_PLAN,
+    HEDGE,
+    PERSON_REFERENCE,
+    RULES,
+    STATE_OBJECT,
+    TIME_MARKER,
+    Rule,
+)
+
+_LEAD = re.compile(
+    r"^(?:(?:oh|ok|okay|so|and|also|btw|by\s+the\s+way|well|fyi|actually|anyway|um+|uh+|hey"
+    r"|hi|hello|just\s+so\s+you\s+know|for\s+the\s+record|yeah|yes|no|nope|haha|lol"
+    r"|alfred)\b[\s,:;.!\-–—]*)+",
+    re.IGNORECASE,
+)
+_CLAUSE_BREAK = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
+)
+_SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
+_TAIL = re.compile(
+    r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
+    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not)\b"
+    r"|\s+[-–—]\s).*$",
+    re.IGNORECASE | re.S,
+)
+_MAX_CLAUSE_CHARS: Final = 400
+_MAX_OBJECT_WORDS: Final = 12
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A fact found in one clause, already in third person."""
+
+    content: str
+    category: Category
+    importance: int
+    about_group: bool
+    rule: str
+
+
+def clauses(sentence: str) -> list[str]:
+    """The clauses of a sentence that rules can read: no fillers, tails or final marks.
+
+    "Oh and I love hiking because it's calm, but I hate running" → ["I love hiking",
+    "I hate running"].
+    """
+    out: list[str] = []
+    for part in _split_clauses(sentence):
+        part = _LEAD.sub("", part.strip())
+        part = _TAIL.sub("", part)
+        part = strip_end(_strip_symbols(part))
+        if part and len(part) <= _MAX_CLAUSE_CHARS:
+            out.append(part)
+    return out
+
+
+def _split_clauses(sentence: str) -> list[str]:
+    """Split at ";" and at "and/but" + a new first-person subject, unless what precedes is
+    only a coordinated subject ("Bob and I love sushi", "my sister and I …")."""
+    parts: list[str] = []
+    start = 0
+    for match in _CLAUSE_BREAK.finditer(sentence):
+        left = _LEAD.sub("", sentence[start : match.start()].strip())
+        if match.group().strip() == ";" or _SUBJECT_PRONOUN.match(left) or len(left.split()) >= 3:
+            parts.append(sentence[start : match.start()])
+            start = match.end()
+    parts.append(sentence[start:])
+    return parts
+
+
+def _strip_symbols(text: str) -> str:
+    """Drop emoji and other symbols, which patterns and facts do without."""
+    return "".join(c for c in text if not (ord(c) > 0x2000 and not c.isalnum() and c != "'"))
+
+
+def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | None:
+    """The fact a clause states, by the first rule that matches, or None."""
+    if HEDGE.search(clause):
+        return None
+    for rule in RULES:
+        match = rule.pattern.match(clause)
+        if match is None or not _conditions_hold(rule, match, clause):
+            continue
+        content = render(clause, voice, now)
+        if word_count(content) > FACT_MAX_WORDS:
+            return None
+        category, importance = rule.category, rule.importance
+        if rule.name == "family" and TIME_MARKER.search(clause):
+            # "my mom is visiting next week" is a situation, not a relationship.
+            category, importance = Category.CONTEXT, 5
+        return Statement(content, category, importance, uses_group(clause), rule.name)
+    return None
+
+
+def _conditions_hold(rule: Rule, match: re.Match[str], clause: str) -> bool:
+    obj = match.groupdict().get("obj") or ""
+    if rule.check_object:
+        obj = obj.strip()
+        if (
+            not obj
+            or EMPTY_OBJECT.match(obj)
+            or not content_terms(obj)
+            or len(obj.split()) > _MAX_OBJECT_WORDS
+        ):
+            return False
+    if rule.reject_states and STATE_OBJECT.match(obj.strip()) and not TIME_MARKER.search(clause):
+        return False
+    if rule.needs_date and not (
+        has_date(clause) or re.search(r"\b(?:today|tomorrow)\b", clause, re.I)
+    ):
+        return False
+    return not (rule.needs_time and not (TIME_MARKER.search(clause) or has_date(clause)))
+
+
+def render(text: str, voice: Voice, now: datetime) -> str:
+    """``text`` as a stand-alone third-person sentence without final punctuation."""
+    text = resolve_relative_dates(text, now)
+    return capitalise(strip_end(to_third_person(text, voice)))
+
+
+def is_group_plan(clause: str) -> bool:
+    """Whether a clause is the group's ongoing plan ("we're organising a dinner …")."""
+    return GROUP_PLAN.match(clause) is not None and not HEDGE.search(clause)
+
+
+def classify(text: str) -> tuple[Category, int]:
+    """Category and importance for a statement no rule matched (explicit or corrected)."""
+    if re.search(r"\ballerg", text, re.IGNORECASE):
+        return Category.FACT, 9
+    if has_date(text):
+        return Category.FACT, 8
+    if PERSON_REFERENCE.search(text):
+        return Category.RELATIONSHIP, 6
+    if TIME_MARKER.search(text):
+        return Category.CONTEXT, 5
+    return Category.FACT, 5

@@ -1,0 +1,76 @@
+"""Formation step 2 without a model: ADD / UPDATE / NONE against similar facts.
+
+The rules, per new fact, over its candidates (most similar first):
+
+1. a candidate with the same normalised text → NONE (already known);
+2. a candidate that fills the same slot (:mod:`.slots`) with a contradicting value
+   ("Alice likes coffee" → "Alice dislikes coffee", "… sister's name is Jane" → "… is
+   Anna") → UPDATE with ``contradiction=True``: the old version is kept as history;
+3. same slot, same polarity, other words ("likes" → "loves") → UPDATE, no contradiction;
+4. same slot and value → NONE;
+5. a candidate with similarity ≥ 0.95 → NONE (a near-identical wording);
+6. otherwise → ADD.
+
+Slots are checked before the 0.95 rule on purpose: "likes X" and "dislikes X" embed almost
+identically and must not be dropped as duplicates. DELETE is never chosen: a negation
+("Alice is no longer vegetarian") is stored as an UPDATE, so the history shows what changed.
+Only candidates at or above the candidate similarity (0.7) are considered.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from memory.constants import FACT_MAX_WORDS, UPDATE_CANDIDATE_SIMILARITY
+from memory.prompts.decide_updates import (
+    CandidateFact,
+    DecideUpdatesContext,
+    UpdateDecision,
+    UpdateDecisions,
+)
+from memory.rules.language import clip_words, norm_key
+from memory.rules.slots import parse_slot, relate
+
+#: Above this, two facts are the same fact in other words.
+NEAR_IDENTICAL: Final = 0.95
+
+
+def decide_updates(ctx: DecideUpdatesContext) -> UpdateDecisions:
+    """One decision per new fact, in order."""
+    return UpdateDecisions(
+        decisions=[_decide(i, fact, ctx.candidates) for i, fact in enumerate(ctx.new_facts)]
+    )
+
+
+def _decide(index: int, fact: str, candidates: list[CandidateFact]) -> UpdateDecision:
+    mine = sorted(
+        (
+            c
+            for c in candidates
+            if c.new_index == index and c.similarity >= UPDATE_CANDIDATE_SIMILARITY
+        ),
+        key=lambda c: -c.similarity,
+    )
+    key = norm_key(fact)
+    for candidate in mine:
+        if norm_key(candidate.content) == key:
+            return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
+    slot = parse_slot(fact)
+    if slot is not None:
+        for candidate in mine:
+            old = parse_slot(candidate.content)
+            relation = relate(slot, old) if old is not None else None
+            if relation == "same":
+                return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
+            if relation is not None:
+                return UpdateDecision(
+                    new_index=index,
+                    action="UPDATE",
+                    target_id=candidate.id,
+                    content=clip_words(fact, FACT_MAX_WORDS),
+                    contradiction=relation == "contradicts",
+                )
+    for candidate in mine:
+        if candidate.similarity >= NEAR_IDENTICAL:
+            return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
+    return UpdateDecision(new_index=index, action="ADD")

@@ -1,0 +1,111 @@
+"""The reply without a model: what the offline provider says when asked to chat.
+
+It cannot read a conversation, so it must not pretend to. Given the structured reply
+context (:class:`memory.prompts.reply.ReplyContext`) it answers a question from the
+memories retrieval found, citing them, and says plainly that it runs offline when it
+cannot do better. A statement is acknowledged (formation learns from it in the
+background); a greeting gets a short introduction to what works offline.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
+from memory.search.text import tokenize
+
+#: Words that address Alfred rather than ask about anything.
+_ADDRESSING: Final = frozenset(tokenize("alfred remind tell know remember idea forgot"))
+
+OFFLINE_NOTICE: Final = (
+    "I'm running offline, without a language model, so I can't hold a real conversation "
+    'right now. I can still remember things for you ("remember that …"), correct or forget '
+    'them, and tell you what I remember ("what do you remember about me?").'
+)
+NO_MEMORY: Final = (
+    "I don't know — I have nothing about that in what I remember here. "
+    "(I'm running offline, without a language model, so I can only answer from memory.)"
+)
+GREETING: Final = (
+    "Hello! I'm running offline (no language model), so I can't chat, but I can remember "
+    'things ("remember that …"), correct or forget them, and tell you what I remember.'
+)
+NOTED: Final = "Noted — I'll keep it in mind."
+WELCOME: Final = "You're welcome!"
+MAX_CITED: Final = 3
+
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(who|what|when|where|which|why|how|is|are|do|does|did|can|could|should|will|would|have|has)\b",
+    re.I,
+)
+#: Requests for something remembered that need no question mark ("remind me, …").
+_ASKING = re.compile(
+    r"\b(remind me|tell me|do you (know|remember)|any idea|i forgot|i can'?t remember)\b", re.I
+)
+_THANKS = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(thanks|thank you|thx|ty|cheers|much appreciated)"
+    r"\b[\s\w,!.]*$",
+    re.I,
+)
+_GREETING = re.compile(
+    r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
+)
+
+
+def _is_question(text: str) -> bool:
+    text = text.strip()
+    return _QUESTION.search(text) is not None or _ASKING.search(text) is not None
+
+
+def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
+    """The memories sharing a keyword with the question, when any do; otherwise all
+    that retrieval found (a match by meaning alone is still a match). Without a model
+    to read them, citing the memory about the wifi to a question about the gate code
+    would be noise."""
+    asked = set(tokenize(ctx.text)) - _ADDRESSING
+    if not asked:
+        return list(ctx.memories)
+    matching = [m for m in ctx.memories if asked & set(tokenize(m.content))]
+    return matching or list(ctx.memories)
+
+
+def _cite(ctx: ReplyContext) -> str:
+    lines = []
+    for memory in _on_topic(ctx)[:MAX_CITED]:
+        source = f" ({memory.from_name} told me)" if memory.from_name else ""
+        lines.append(f"- {memory.content}{source}")
+    return "\n".join(lines)
+
+
+def compose_for(ctx: ReplyContext) -> str:
+    """The offline answer to one message, from its structured reply context."""
+    text = ctx.text.strip()
+    if _GREETING.match(text) and len(text) < 40:
+        return GREETING
+    if _THANKS.match(text) and len(text) < 60:
+        return WELCOME
+    if _is_question(text):
+        if ctx.memories:
+            return "From what I remember:\n" + _cite(ctx)
+        return NO_MEMORY
+    return NOTED
+
+
+def reply(request: ReplyRequest) -> str:
+    """The offline answer to the reply task (:data:`memory.prompts.reply.REPLY`)."""
+    return compose_for(request.reply)
+
+
+def compose_reply(fallback: Any = None) -> str:
+    """The offline reply for anything at hand, for callers without a typed request.
+
+    A :class:`ReplyContext` gets :func:`compose_for`; a non-blank string is an already
+    composed answer, returned as is; anything else gets :data:`OFFLINE_NOTICE` rather
+    than a wrong guess.
+    """
+    if isinstance(fallback, ReplyContext):
+        return compose_for(fallback)
+    if isinstance(fallback, str) and fallback.strip():
+        return fallback.strip()
+    return OFFLINE_NOTICE

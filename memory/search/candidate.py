@@ -1,0 +1,35 @@
+"""A fact as the search legs see it: the fields that ranking, the privacy check and the
+memory block read, without the embedding (which stays in the index)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import Category, Fact, Partition
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fact as retrieval sees it: enough to blend, check and show."""
+
+    id: str
+    content: str
+    category: Category
+    importance: int
+    partition: Partition
+    reinforced_at: datetime
+    access_count: int
+
+
+def candidate_of(fact: Fact) -> Candidate:
+    """A stored fact as a retrieval candidate."""
+    return Candidate(
+        id=fact.id,
+        content=fact.content,
+        category=fact.category,
+        importance=fact.importance,
+        partition=fact.partition,
+        reinforced_at=fact.reinforced_at,
+        access_count=fact.access_count,
+    )

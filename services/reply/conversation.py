@@ -1,0 +1,211 @@
+"""A reply from the chat model: the memory that enters its prompt, its tools, the history.
+
+Every memory read goes through the viewer (the person in this thread) and is checked
+again with :func:`memory.privacy.is_visible` after the query: what another member said
+in their DM never reaches a prompt built for a different thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from memory.context import fact_block, owner_note
+from memory.heuristics import dynamic_limit
+from memory.llm import PromptMessage, ToolCall, ToolSpec
+from memory.models import Role, Thread, Viewer
+from memory.privacy import is_visible
+from memory.prompts.common import Person
+from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
+from memory.retrieval import ScoredFact
+from services.messages import Incoming
+from services.reply.deps import ReplyDeps
+from services.reply.lookups import TurnLookups
+
+HISTORY_TURNS = 12
+
+
+@dataclass
+class MemoryContext:
+    """The memory that would enter the prompt for one message."""
+
+    always: str = ""
+    facts_block: str = ""
+    cited: list[CitedMemory] = field(default_factory=list)
+    retrieved: bool = False
+    scored: list[ScoredFact] = field(default_factory=list)
+
+
+@dataclass
+class NoCalendarTools:
+    """The toolbox of a reply without calendar tools."""
+
+    specs: Sequence[ToolSpec] = ()
+
+    def handles(self, name: str) -> bool:
+        return False
+
+    async def run(self, call: ToolCall) -> str:
+        return f"error: unknown tool {call.name}"
+
+
+@dataclass
+class ChatAnswer:
+    text: str
+    retrieved: bool
+
+
+class Conversation:
+    """Builds the chat model's context and runs it, tools included."""
+
+    def __init__(self, deps: ReplyDeps) -> None:
+        self.d = deps
+
+    async def names(
+        self, viewer: Viewer, lookups: TurnLookups | None = None
+    ) -> Callable[[str], str]:
+        lookups = lookups or TurnLookups(self.d.directory)
+        ids = [viewer.user_id]
+        for circle_id in sorted(viewer.circle_ids):
+            circle = await lookups.circle(circle_id)
+            if circle:
+                ids += circle.member_ids
+        users = await lookups.users(ids)
+        return lambda uid: users[uid].name if uid in users else "someone"
+
+    async def people(
+        self, thread: Thread, viewer: Viewer, lookups: TurnLookups | None = None
+    ) -> list[Person]:
+        lookups = lookups or TurnLookups(self.d.directory)
+        if thread.circle_id:
+            members = await lookups.members(thread.circle_id)
+            return [Person(id=u.id, name=u.name) for u in members]
+        user = (await lookups.users([viewer.user_id])).get(viewer.user_id)
+        return [Person(id=viewer.user_id, name=user.name if user else viewer.user_id)]
+
+    async def context_for(
+        self,
+        viewer: Viewer,
+        text: str,
+        session_id: str | None,
+        *,
+        bypass_heuristic: bool = False,
+        lookups: TurnLookups | None = None,
+    ) -> MemoryContext:
+        """The memory that would enter the prompt for ``text``, read as ``viewer``."""
+        name_of = await self.names(viewer, lookups)
+        flags = self.d.flags()
+        if not (flags.on_for(viewer) and flags.retrieval):
+            return MemoryContext()
+        keep = None if flags.cross_partner else (lambda owner: flags.shows_owner(owner, viewer))
+        always = await self.d.always.block(viewer, session_id, name_of, keep=keep)
+        if bypass_heuristic:
+            result = await self.d.retriever.search(viewer, text, limit=dynamic_limit(text))
+        else:
+            result = await self.d.retriever.for_message(viewer, text)
+            self.d.observer.record_retrieval(result)
+        facts = [
+            f
+            for f in result.facts
+            if is_visible(f.fact.partition, viewer)
+            and flags.shows_owner(f.fact.partition.owner_user_id, viewer)
+        ]
+        cited = [
+            CitedMemory(
+                content=f.fact.content,
+                category=f.fact.category,
+                from_name=owner_note(f.fact.partition.owner_user_id, viewer, name_of)
+                .removeprefix(" (from ")
+                .removesuffix(")")
+                or None,
+            )
+            for f in facts
+        ]
+        return MemoryContext(
+            always=always,
+            facts_block=fact_block(facts, viewer, name_of),
+            cited=cited,
+            retrieved=result.retrieved,
+            scored=list(facts),
+        )
+
+    async def answer(
+        self, inc: Incoming, thread: Thread, viewer: Viewer, speaker: Person, session_id: str
+    ) -> ChatAnswer:
+        """The chat model's reply to ``inc``, with a pending clarification appended."""
+        d = self.d
+        flags = d.flags()
+        memory_on = flags.on_for(viewer)
+        question = (
+            await d.operations.question_for(viewer) if memory_on and flags.conflicts else None
+        )
+        lookups = TurnLookups(d.directory)
+        memory = await self.context_for(viewer, inc.text, session_id, lookups=lookups)
+        ctx = ReplyContext(
+            speaker_id=viewer.user_id,
+            speaker_name=speaker.name,
+            thread_kind=thread.kind,
+            people=await self.people(thread, viewer, lookups),
+            text=inc.text,
+            now=d.clock.now(),
+            always=memory.always,
+            facts_block=memory.facts_block,
+            memories=memory.cited,
+            retrieved=memory.retrieved,
+        )
+        history = await self._history(thread, inc, lookups)
+        # MEMORY_CALENDAR off: no tools, and no connection lookup on every reply either.
+        calendar = (
+            await d.calendar.toolbox(viewer, enabled=flags.calendar)
+            if d.calendar is not None
+            else NoCalendarTools()
+        )
+        calendar_specs = calendar.specs
+        reading = memory_on and flags.retrieval
+        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
+
+        async def run_tool(call: ToolCall) -> str:
+            if calendar_specs and calendar.handles(call.name):
+                return await calendar.run(call)
+            if call.name != SEARCH_MEMORY.name or not reading:
+                return f"error: unknown tool {call.name}"
+            return await self._search_tool(viewer, call, lookups)
+
+        request = ReplyRequest(reply=ctx, history=history)
+        outcome = await d.llm.chat(REPLY, request, tools, run_tool)
+        text = outcome.text.strip() or "…"
+        if question:
+            text = f"{text}\n\n{question}"
+        return ChatAnswer(text, memory.retrieved)
+
+    async def _search_tool(self, viewer: Viewer, call: ToolCall, lookups: TurnLookups) -> str:
+        """The ``search_memory`` tool: the same privacy filter as the reply's own search."""
+        flags = self.d.flags()
+        query = str(call.arguments.get("query", ""))[:500]
+        limit = int(call.arguments.get("limit", 8) or 8)
+        found = await self.d.retriever.search(viewer, query, limit=max(1, min(limit, 15)))
+        name_of = await self.names(viewer, lookups)
+        lines = [
+            f"- {f.fact.content}{owner_note(f.fact.partition.owner_user_id, viewer, name_of)}"
+            for f in found.facts
+            if is_visible(f.fact.partition, viewer)
+            and flags.shows_owner(f.fact.partition.owner_user_id, viewer)
+        ]
+        return "\n".join(lines) or "No matching memories."
+
+    async def _history(
+        self, thread: Thread, inc: Incoming, lookups: TurnLookups
+    ) -> list[PromptMessage]:
+        recent = await self.d.journal.recent(thread.id, limit=HISTORY_TURNS + 1)
+        current = f"{inc.chat_id}:{inc.message_id}"
+        users = await lookups.users(m.user_id for m in recent if m.user_id)
+        history = []
+        for m in recent:
+            if m.id == current:
+                continue
+            if m.role is Role.AGENT:
+                history.append(PromptMessage(role="assistant", content=m.text))
+            else:
+                name = users[m.user_id].name if m.user_id in users else None
+                history.append(PromptMessage(role="user", content=m.text, name=name))
+        return history[-HISTORY_TURNS:]

@@ -1,0 +1,36 @@
+"""The parts one reply uses, each behind a port: the narrow bundle the composition root
+hands the reply service (instead of every part of Alfred)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.always import AlwaysInContext
+from memory.flags import MemoryFlags
+from memory.llm import LLM
+from memory.operations import MemoryOperations
+from memory.ports import Clock
+from memory.reply_ports import CalendarAccess, ReplyObserver
+from memory.retrieval import Retriever
+from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
+
+
+@dataclass
+class ReplyDeps:
+    """Storage, models and retrieval for the reply path."""
+
+    clock: Clock
+    directory: DirectoryStore
+    journal: JournalStore
+    facts: FactStore
+    notes: NotesStore
+    llm: LLM
+    retriever: Retriever
+    always: AlwaysInContext
+    operations: MemoryOperations
+    #: Read on every message: a flag changed in the settings applies at once.
+    flags: Callable[[], MemoryFlags]
+    observer: ReplyObserver
+    #: None when the calendar feature is not built at all.
+    calendar: CalendarAccess | None = None

@@ -1,0 +1,118 @@
+"""Forgetting and recalling on request: "forget …", "which should I forget?", "forget
+everything about me", and "what do you remember about me?".
+
+A request to forget is a person's right over their data, so these work whatever the
+feature flags say; what they quote is redacted from the journal once it is answered.
+"""
+
+from __future__ import annotations
+
+from memory.models import FORGET_CHOICE, Partition, Role, Thread, Viewer
+from memory.operations import FORGET_WHICH_REDACTED, OperationResult
+from memory.privacy import is_visible
+from services.membership import Membership
+from services.messages import Incoming, Outgoing, split_for_telegram
+from services.reply.deps import ReplyDeps
+
+CONFIRM_ERASE = (
+    "This will erase everything I remember about you, in every chat, for good. "
+    'If you\'re sure, reply "yes, erase everything".'
+)
+CONFIRM_ERASE_US = (
+    "This will erase everything this circle shares with me (not what each of you told me "
+    'privately). If you\'re sure, reply "yes, erase everything".'
+)
+
+
+class Forgetting:
+    """The forget, erase and recall requests of the reply path."""
+
+    def __init__(self, deps: ReplyDeps, membership: Membership) -> None:
+        self.d = deps
+        self.membership = membership
+
+    async def ask_which(
+        self, inc: Incoming, thread: Thread, viewer: Viewer, result: OperationResult, question: str
+    ) -> list[Outgoing]:
+        """Ask which of several memories to forget. The choice waits with the erase
+        confirmations (the thread's pending entry for this person, so it survives a
+        restart): fact ids and the ids the question is journaled under, never the text."""
+        parts = split_for_telegram(result.text)
+        ids = [f"{inc.chat_id}:a:{question}:{n}" for n in range(len(parts))]
+        await self.d.directory.set_pending_erase(
+            thread.id,
+            viewer.user_id,
+            FORGET_CHOICE,
+            self.d.clock.now(),
+            {"choices": result.choices, "question_ids": ids},
+        )
+        return [
+            Outgoing(inc.chat_id, part, inc.message_id, {"journal_id": journal_id})
+            for part, journal_id in zip(parts, ids, strict=True)
+        ]
+
+    async def forget_chosen(
+        self, viewer: Viewer, pending: dict[str, object], text: str
+    ) -> str | None:
+        """Answer a "which should I forget?" question, or ``None`` if ``text`` is not an
+        answer. Once answered, the question (which quoted the memories) is redacted in the
+        journal, as the request was: after a forget its words are nowhere."""
+        raw = pending.get("choices")
+        choices = [[str(i) for i in group] for group in raw] if isinstance(raw, list) else []
+        result = await self.d.operations.forget_chosen(viewer, choices, text)
+        if result is None:
+            return None
+        ids = pending.get("question_ids")
+        if isinstance(ids, list):
+            await self.d.journal.redact([str(i) for i in ids], FORGET_WHICH_REDACTED)
+        return result.text
+
+    async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
+        """What the person said before "forget that" (the thing to forget)."""
+        recent = await self.d.journal.recent(thread.id, limit=10)
+        mine = [m for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
+        return mine[-2].text if len(mine) >= 2 else None
+
+    async def recall(self, viewer: Viewer, target: str) -> str:
+        """What Alfred remembers about the person ("me") or the circle ("us"), here."""
+        facts = [
+            f
+            for f in await self.d.facts.list_visible(viewer, limit=200)
+            if is_visible(f.partition, viewer)
+            and (
+                f.partition.owner_user_id == viewer.user_id
+                if target == "me"
+                else f.partition.owner_user_id is None
+            )
+        ]
+        if not facts:
+            who = "you" if target == "me" else "this circle"
+            return f"I don't remember anything about {who} here yet."
+        head = (
+            "Here's what I remember about you here:"
+            if target == "me"
+            else ("Here's what I remember about all of you:")
+        )
+        return head + "\n" + "\n".join(f"- {f.content}" for f in facts[:30])
+
+    async def erase(self, viewer: Viewer, target: str) -> str:
+        """A confirmed "forget everything": the circle's shared memories ("us"), or
+        everything about the person, in every chat ("me")."""
+        d = self.d
+        if target == "us" and viewer.thread.circle_id:
+            circle_level = [
+                f
+                for f in await d.facts.list_visible(viewer, include_history=True)
+                if f.partition == Partition.circle(viewer.thread.circle_id)
+            ]
+            removed = await d.operations.erase_facts(viewer.user_id, circle_level, [])
+            return f"Done — I've erased {removed['facts']} shared memories of this circle."
+        counts = await d.operations.forget_everything(viewer.user_id)
+        if d.calendar is not None:
+            await d.calendar.forget_user(viewer.user_id)
+        await d.directory.delete_user(viewer.user_id)
+        self.membership.forget_registrations()
+        return (
+            f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
+            f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."
+        )

@@ -1,0 +1,111 @@
+"""Formation step 2 without a model: ADD / UPDATE / NONE by slots and similarity."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.prompts.decide_updates import CandidateFact, DecideUpdatesContext, UpdateDecision
+from memory.rules.tasks.decide_updates import decide_updates
+
+# --- decide_updates -------------------------------------------------------------------------------
+
+
+async def decide(new: list[str], candidates: list[CandidateFact]) -> list[UpdateDecision]:
+    ctx = DecideUpdatesContext(new_facts=new, candidates=candidates)
+    return (decide_updates(ctx)).decisions
+
+
+def cand(
+    content: str, similarity: float = 0.85, *, cid: str = "f1", index: int = 0
+) -> CandidateFact:
+    return CandidateFact(id=cid, content=content, similarity=similarity, new_index=index)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("Alice dislikes coffee", "Alice likes coffee"),
+        ("Alice hates coffee", "Alice loves coffee"),
+        ("Alice likes coffee", "Alice can't stand coffee"),
+        ("Alice's sister's name is Anna", "Alice's sister's name is Jane"),
+        ("Alice lives in Berlin", "Alice lives in Paris"),
+        ("Alice works at Beta", "Alice works at Acme"),
+        ("Alice no longer works at Acme", "Alice works at Acme"),
+        ("Alice is not vegetarian anymore", "Alice is a vegetarian"),
+        ("Alice doesn't eat meat", "Alice eats meat"),
+        ("Alice's birthday is May 5", "Alice's birthday is March 3"),
+        ("Alice wants Alfred to reply in French", "Alice wants Alfred to reply in Spanish"),
+    ],
+)
+async def test_contradiction_updates(new: str, old: str) -> None:
+    assert await decide([new], [cand(old, 0.96)]) == [
+        UpdateDecision(
+            new_index=0, action="UPDATE", target_id="f1", content=new, contradiction=True
+        )
+    ]
+
+
+async def test_refinement_updates_without_contradiction() -> None:
+    assert await decide(["Alice loves coffee"], [cand("Alice likes coffee")]) == [
+        UpdateDecision(
+            new_index=0,
+            action="UPDATE",
+            target_id="f1",
+            content="Alice loves coffee",
+            contradiction=False,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "similarity"),
+    [
+        ("Alice likes coffee", "alice likes coffee.", 0.8),
+        ("Alice is vegetarian", "Alice is a vegetarian", 0.8),
+        ("Alice enjoys hiking in the Alps", "Alice enjoys hiking in the Alps mountains", 0.97),
+        ("Alice's sister is called Jane", "Alice has a sister called Jane", 0.95),
+    ],
+)
+async def test_known_facts_are_none(new: str, old: str, similarity: float) -> None:
+    assert await decide([new], [cand(old, similarity)]) == [
+        UpdateDecision(new_index=0, action="NONE", target_id="f1")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "similarity"),
+    [
+        ("Bob likes coffee", "Alice likes coffee", 0.9),
+        ("Alice is allergic to cats", "Alice is allergic to peanuts", 0.9),
+        ("Alice likes tea", "Alice likes coffee", 0.9),
+        ("Alice plays chess on Sundays", "Alice plays tennis", 0.8),
+        ("Alice dislikes coffee", "Alice likes coffee", 0.5),
+    ],
+)
+async def test_different_facts_are_added(new: str, old: str, similarity: float) -> None:
+    assert await decide([new], [cand(old, similarity)]) == [
+        UpdateDecision(new_index=0, action="ADD")
+    ]
+
+
+async def test_one_decision_per_new_fact_in_order() -> None:
+    decisions = await decide(
+        ["Alice likes tea", "Alice dislikes coffee", "Bob lives in Rome"],
+        [
+            cand("Alice likes coffee", 0.75, cid="a", index=1),
+            cand("Alice likes coffee", 0.9, cid="b", index=0),
+        ],
+    )
+    assert [(d.new_index, d.action, d.target_id, d.contradiction) for d in decisions] == [
+        (0, "ADD", None, False),
+        (1, "UPDATE", "a", True),
+        (2, "ADD", None, False),
+    ]
+
+
+async def test_contradiction_beats_near_identical_similarity() -> None:
+    decisions = await decide(
+        ["Alice dislikes coffee"],
+        [cand("Alice likes tea", 0.99, cid="x"), cand("Alice likes coffee", 0.97, cid="y")],
+    )
+    assert [(d.action, d.target_id, d.contradiction) for d in decisions] == [("UPDATE", "y", True)]

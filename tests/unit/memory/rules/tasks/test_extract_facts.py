@@ -1,0 +1,388 @@
+"""Formation step 1 without a model: facts from statements, precisely and without garbage."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Category, Role, ThreadKind
+from memory.prompts.common import JournalLine, Person
+from memory.prompts.extract_facts import ExtractedFact, ExtractFactsContext
+from memory.rules.tasks.extract_facts import extract_facts
+from tests.unit.memory.rules.tasks.journal import ALICE, BOB, NOW, extract_ctx, line
+
+
+async def extract(
+    text: str | list[JournalLine], kind: ThreadKind = ThreadKind.GROUP
+) -> list[ExtractedFact]:
+    lines = [line(text)] if isinstance(text, str) else text
+    result = extract_facts(extract_ctx(lines, kind))
+    return result.facts
+
+
+def summary(facts: list[ExtractedFact]) -> list[tuple[str, Category, int, str]]:
+    return [(f.content, f.category, f.importance, f.about) for f in facts]
+
+
+# --- extract_facts: statement families ------------------------------------------------------
+
+F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "category", "importance"),
+    [
+        ("I'm allergic to peanuts", "Alice is allergic to peanuts", F, 9),
+        (
+            "I\u2019m severely allergic to shellfish!",
+            "Alice is severely allergic to shellfish",
+            F,
+            9,
+        ),
+        ("I am allergic to cats", "Alice is allergic to cats", F, 9),
+        ("I have a nut allergy", "Alice has a nut allergy", F, 9),
+        ("I've got a peanut allergy", "Alice has got a peanut allergy", F, 9),
+        ("i'm allergic to bees", "Alice is allergic to bees", F, 9),
+        ("My son is allergic to eggs", "Alice's son is allergic to eggs", F, 9),
+        ("I'm lactose intolerant", "Alice is lactose intolerant", F, 8),
+        ("I'm a vegetarian", "Alice is a vegetarian", F, 8),
+        ("I am vegan", "Alice is vegan", F, 8),
+        ("I don't eat pork", "Alice doesn't eat pork", F, 7),
+        ("I can't eat gluten", "Alice can't eat gluten", F, 7),
+        ("I'm diabetic", "Alice is diabetic", F, 8),
+        ("I really love Italian food", "Alice really loves Italian food", F, 6),
+        ("I like to cook", "Alice likes to cook", F, 6),
+        ("I LOVE PIZZA", "Alice LOVES PIZZA", F, 6),
+        ("I enjoy long walks", "Alice enjoys long walks", F, 6),
+        ("I'm a big fan of jazz", "Alice is a big fan of jazz", F, 6),
+        ("Pizza is my favourite food", "Pizza is Alice's favourite food", F, 6),
+        ("my favorite color is green", "Alice's favorite color is green", F, 6),
+        ("I hate olives", "Alice hates olives", F, 6),
+        ("I can't stand jazz", "Alice can't stand jazz", F, 6),
+        ("I don't like horror films", "Alice doesn't like horror films", F, 6),
+        ("I dislike crowds", "Alice dislikes crowds", F, 6),
+        ("my sister's name is Jane", "Alice's sister's name is Jane", REL, 7),
+        ("My dog's name is Rex", "Alice's dog's name is Rex", REL, 7),
+        ("my boss is called Tom", "Alice's boss is called Tom", REL, 7),
+        ("My dentist is Dr Lee", "Alice's dentist is Dr Lee", REL, 7),
+        ("I'm married to Bob", "Alice is married to Bob", REL, 7),
+        ("I have two kids", "Alice has two kids", REL, 6),
+        ("I have a cat named Tom", "Alice has a cat named Tom", REL, 6),
+        ("my brother works at Google", "Alice's brother works at Google", REL, 6),
+        ("My mom is visiting next week", "Alice's mom is visiting next week", CTX, 5),
+        ("my birthday is March 3", "Alice's birthday is March 3", F, 8),
+        ("My birthday is on the 3rd of March", "Alice's birthday is on the 3rd of March", F, 8),
+        ("my mom's birthday is May 5th", "Alice's mom's birthday is May 5th", F, 8),
+        ("my birthday is tomorrow", "Alice's birthday is on March 4", F, 8),
+        ("I was born on 12 June 1990", "Alice was born on 12 June 1990", F, 8),
+        ("I work at Acme as an engineer", "Alice works at Acme as an engineer", F, 6),
+        ("I work as a nurse", "Alice works as a nurse", F, 6),
+        ("I'm a teacher at Hillside School", "Alice is a teacher at Hillside School", F, 6),
+        ("my job is accountant", "Alice's job is accountant", F, 6),
+        ("I live in Berlin", "Alice lives in Berlin", F, 6),
+        ("I just moved to Lisbon", "Alice just moved to Lisbon", F, 6),
+        ("I'm from Dublin", "Alice is from Dublin", F, 5),
+        ("I'm retired", "Alice is retired", F, 5),
+        ("I'm 34 years old", "Alice is 34 years old", F, 5),
+        ("I speak French and German", "Alice speaks French and German", F, 5),
+        ("I'm planning a surprise party", "Alice is planning a surprise party", CTX, 5),
+        ("I'm flying to Rome next Friday", "Alice is flying to Rome next Friday", CTX, 5),
+        (
+            "I have a dentist appointment on Monday",
+            "Alice has a dentist appointment on Monday",
+            CTX,
+            5,
+        ),
+        ("Bob and I love sushi", "Bob and Alice love sushi", F, 6),
+    ],
+)
+async def test_first_person_statements(
+    text: str, content: str, category: Category, importance: int
+) -> None:
+    for kind in (ThreadKind.GROUP, ThreadKind.DM):
+        assert summary(await extract(text, kind)) == [(content, category, importance, "speaker")]
+
+
+async def test_fact_carries_speaker_and_source() -> None:
+    facts = await extract([line("I love tea", who=BOB, message_id="m42")])
+    assert len(facts) == 1
+    fact = facts[0]
+    assert (fact.content, fact.speaker_id, fact.source_message_ids) == (
+        "Bob loves tea",
+        BOB.id,
+        ["m42"],
+    )
+    assert fact.ambiguous_reference is None
+
+
+async def test_speaker_name_on_the_line_wins() -> None:
+    journal = [
+        JournalLine(
+            message_id="m1", role=Role.USER, speaker_id="u9", speaker_name="Zoe", text="I love tea"
+        )
+    ]
+    assert [f.content for f in await extract(journal)] == ["Zoe loves tea"]
+
+
+async def test_dm_speaker_defaults_to_the_thread_owner() -> None:
+    facts = await extract([line("I love tea", who=None)], ThreadKind.DM)
+    assert [(f.content, f.speaker_id) for f in facts] == [("Alice loves tea", ALICE.id)]
+
+
+async def test_unknown_speaker_in_a_group_gives_nothing() -> None:
+    assert await extract([line("I love tea", who=None)]) == []
+    stranger = Person(id="u-zed", name="Zed")
+    assert await extract([line("I love tea", who=stranger)]) == []
+
+
+async def test_same_words_from_two_speakers_stay_two_facts() -> None:
+    facts = await extract(
+        [
+            line("remember that Bob hates cilantro", who=ALICE, message_id="m1"),
+            line("remember that Bob hates cilantro", who=BOB, message_id="m2"),
+        ]
+    )
+    assert [(f.content, f.speaker_id) for f in facts] == [
+        ("Bob hates cilantro", ALICE.id),
+        ("Bob hates cilantro", BOB.id),
+    ]
+
+
+async def test_several_clauses_give_several_facts() -> None:
+    facts = await extract("Oh and I really love hiking because it's calm, but I hate running 😅")
+    assert [f.content for f in facts] == ["Alice really loves hiking", "Alice hates running"]
+
+
+# --- we / our: circle in a group, speaker in a DM ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "group", "dm", "category", "importance"),
+    [
+        (
+            "We love hiking",
+            "Alice and Bob love hiking",
+            "Alice and others love hiking",
+            F,
+            6,
+        ),
+        (
+            "our anniversary is on 12 June",
+            "Alice and Bob's anniversary is on 12 June",
+            "Alice's anniversary is on 12 June",
+            F,
+            8,
+        ),
+        (
+            "We're planning a trip to Rome in May",
+            "Alice and Bob are planning a trip to Rome in May",
+            "Alice and others are planning a trip to Rome in May",
+            CTX,
+            5,
+        ),
+        (
+            "we live in Leeds",
+            "Alice and Bob live in Leeds",
+            "Alice and others live in Leeds",
+            F,
+            6,
+        ),
+        (
+            "Our daughter Emma starts school in September",
+            "Alice and Bob's daughter Emma starts school in September",
+            "Alice's daughter Emma starts school in September",
+            CTX,
+            5,
+        ),
+        (
+            "We got married on 3 May 2015",
+            "Alice and Bob got married on 3 May 2015",
+            "Alice and others got married on 3 May 2015",
+            F,
+            8,
+        ),
+    ],
+)
+async def test_we_is_the_circle_only_in_a_group(
+    text: str, group: str, dm: str, category: Category, importance: int
+) -> None:
+    assert summary(await extract(text, ThreadKind.GROUP)) == [
+        (group, category, importance, "circle")
+    ]
+    assert summary(await extract(text, ThreadKind.DM)) == [(dm, category, importance, "speaker")]
+
+
+async def test_my_in_a_group_is_the_speaker_even_with_our_in_it() -> None:
+    facts = await extract("I love our garden")
+    assert summary(facts) == [("Alice loves Alice and Bob's garden", F, 6, "speaker")]
+
+
+async def test_large_groups_are_named_as_members() -> None:
+    people = [Person(id=f"u{i}", name=f"P{i}") for i in range(6)]
+    ctx = ExtractFactsContext(
+        thread_kind=ThreadKind.GROUP,
+        people=people,
+        now=NOW,
+        lines=[
+            JournalLine(
+                message_id="m1", role=Role.USER, speaker_id="u0", text="We love board games"
+            )
+        ],
+    )
+    facts = (extract_facts(ctx)).facts
+    assert [(f.content, f.about) for f in facts] == [
+        ("The group members love board games", "circle")
+    ]
+
+
+# --- explicit remember and corrections -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "category", "importance"),
+    [
+        ("remember that I'm allergic to peanuts", "Alice is allergic to peanuts", F, 9),
+        ("@alfred remember that I love tea", "Alice loves tea", F, 7),
+        ("Remember: Bob hates cilantro", "Bob hates cilantro", F, 7),
+        ("don't forget that my sister's name is Jane", "Alice's sister's name is Jane", REL, 7),
+        ("keep in mind the plumber comes next Tuesday", "The plumber comes next Tuesday", CTX, 7),
+        ("make a note that my wifi is slow", "Alice's wifi is slow", F, 7),
+        ("note that my mom's birthday is May 5", "Alice's mom's birthday is May 5", F, 8),
+        ("Actually, I'm not vegetarian anymore", "Alice is not vegetarian anymore", F, 7),
+        ("I used to live in Paris but now I live in Berlin", "Alice lives in Berlin", F, 7),
+        ("That's not right, my mom's name is Sarah", "Alice's mom's name is Sarah", REL, 7),
+        ("My mom's name is Sarah, not Susan", "Alice's mom's name is Sarah", REL, 7),
+        ("I no longer work at Acme", "Alice no longer works at Acme", F, 7),
+    ],
+)
+async def test_explicit_and_corrected_statements(
+    text: str, content: str, category: Category, importance: int
+) -> None:
+    assert summary(await extract(text, ThreadKind.DM)) == [
+        (content, category, importance, "speaker")
+    ]
+
+
+async def test_explicit_payload_is_clipped_to_thirty_words() -> None:
+    payload = " ".join(f"word{i}" for i in range(50))
+    facts = await extract(f"remember that Bob said {payload}")
+    assert len(facts) == 1
+    assert len(facts[0].content.split()) == 30
+    assert facts[0].content.endswith("…")
+
+
+async def test_dedupes_within_a_call_and_merges_sources() -> None:
+    facts = await extract(
+        [
+            line("I love tea", message_id="m1"),
+            line("I love tea!", message_id="m2"),
+            line("remember that I love tea", message_id="m3"),
+        ]
+    )
+    assert [(f.content, f.importance, f.source_message_ids) for f in facts] == [
+        ("Alice loves tea", 7, ["m1", "m2", "m3"])
+    ]
+
+
+async def test_only_user_lines_count() -> None:
+    facts = await extract(
+        [
+            line("I'm allergic to peanuts", who=None, role=Role.AGENT),
+            line("I love tea", who=None, role=Role.TOOL, message_id="m2"),
+            line("I love coffee", message_id="m3"),
+        ]
+    )
+    assert [f.content for f in facts] == ["Alice loves coffee"]
+
+
+# --- no false positives, no garbage ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hi",
+        "ok thanks",
+        "I love it",
+        "I hate that",
+        "I love you Alfred",
+        "I'm going to bed",
+        "we're going home now",
+        "I hate when that happens",
+        "I like your idea",
+        "I love this song",
+        "I work in 5 minutes",
+        "I'm from work",
+        "I'm so tired",
+        "I have a question",
+        "my phone is dead",
+        "my job is killing me",
+        "my kids are driving me crazy",
+        "I think I like tea",
+        "If I were rich I'd love a boat",
+        "Maybe I'm allergic to cats",
+        "Is Bob allergic to nuts?",
+        "Do you like jazz?",
+        "I'm not allergic to anything",
+        "I used to live in Paris",
+        "my birthday is coming up",
+        "forget that I'm allergic to peanuts",
+        "what do you remember about me?",
+        "always keep your answers short",
+        "Je suis allergique aux arachides",
+        "Me gusta el café",
+        "Мне нравится чай",
+        "我对花生过敏",
+        "🙂🙂🙂",
+        "",
+        "   ",
+        "\x00\x07",
+        "asdf qwer zxcv",
+        "remember that 🙂",
+        "remember that Мне нравится чай",
+    ],
+)
+async def test_nothing_worth_a_fact(text: str) -> None:
+    for kind in (ThreadKind.GROUP, ThreadKind.DM):
+        assert await extract(text, kind) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love tea. " * 9000,
+        "x" * 100_000,
+        "🙂" * 60_000,
+        "я люблю чай " * 9000,
+        "I'm allergic to " * 7000,
+        "my sister's name is " * 5000,
+    ],
+)
+async def test_huge_inputs_do_not_crash(text: str) -> None:
+    facts = await extract(text)
+    for fact in facts:
+        assert len(fact.content.split()) <= 30
+    assert len({f.content for f in facts}) == len(facts)
+
+
+async def test_every_fact_is_at_most_thirty_words() -> None:
+    long_object = " ".join(["very"] * 40)
+    assert await extract(f"I love {long_object} spicy food") == []
+
+
+# --- ambiguity in groups --------------------------------------------------------------------------
+
+
+async def test_bare_kinship_in_a_group_is_flagged_on_the_fact() -> None:
+    facts = await extract("remember that Mom is allergic to penicillin", ThreadKind.GROUP)
+    assert [(f.content, f.ambiguous_reference) for f in facts] == [
+        ("Mom is allergic to penicillin", "Mom")
+    ]
+    facts = await extract("remember that Mom is allergic to penicillin", ThreadKind.DM)
+    assert [f.ambiguous_reference for f in facts] == [None]
+
+
+async def test_my_mom_is_not_ambiguous() -> None:
+    facts = await extract("my mom's name is Sarah", ThreadKind.GROUP)
+    assert [(f.content, f.ambiguous_reference) for f in facts] == [
+        ("Alice's mom's name is Sarah", None)
+    ]

@@ -1,0 +1,95 @@
+"""The reply without a model: answers from memory, and says plainly that it is offline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory.models import Category, ThreadKind
+from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
+from memory.rules.tasks.reply import OFFLINE_NOTICE, compose_for, compose_reply, reply
+from tests.unit.memory.rules.tasks.journal import ALICE, NOW
+
+
+def test_the_offline_notice_says_what_still_works() -> None:
+    text = compose_reply(None)
+    assert text == OFFLINE_NOTICE
+    assert "offline" in text
+    assert "without a language model" in text
+    assert "remember" in text
+
+
+def test_compose_reply_passes_a_composed_text_through() -> None:
+    assert compose_reply("  Got it, I'll remember that. ") == "Got it, I'll remember that."
+
+
+@pytest.mark.parametrize("fallback", [None, "", "   ", 42, {"intent": "recall"}])
+def test_compose_reply_falls_back_to_the_notice(fallback: Any) -> None:
+    assert compose_reply(fallback) == OFFLINE_NOTICE
+
+
+def test_the_reply_rule_answers_the_request_s_context() -> None:
+    ctx = ReplyContext(
+        speaker_id=ALICE.id,
+        speaker_name=ALICE.name,
+        thread_kind=ThreadKind.DM,
+        text="hello",
+        now=NOW,
+    )
+    assert reply(ReplyRequest(reply=ctx)) == compose_for(ctx) == compose_reply(ctx)
+
+
+# --- the reply composer ------------------------------------------------------------------
+
+
+def _reply_to(text: str, *memories: str) -> str:
+    ctx = ReplyContext(
+        speaker_id=ALICE.id,
+        speaker_name=ALICE.name,
+        thread_kind=ThreadKind.GROUP,
+        text=text,
+        now=NOW,
+        memories=[CitedMemory(content=m, category=Category.FACT) for m in memories],
+        retrieved=True,
+    )
+    return compose_for(ctx)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@alfred remind me, what's the code for the gate",
+        "Alfred do you remember the code for the gate",
+        "tell me the gate code",
+        "where's the gate code",
+        "gate code?",
+    ],
+)
+def test_requests_without_a_question_mark_are_answered_from_memory(text: str) -> None:
+    reply = _reply_to(text, "the gate code is 4512")
+    assert reply.startswith("From what I remember:") and "4512" in reply
+
+
+def test_only_memories_on_the_question_s_topic_are_cited_when_some_are() -> None:
+    reply = _reply_to(
+        "@alfred what is the gate code?",
+        "the wifi password is on the fridge",
+        "the gate code is 4512",
+        "Ann's birthday is on 3 May",
+    )
+    assert "4512" in reply and "wifi" not in reply and "birthday" not in reply
+    # no memory shares a word with the question: what retrieval found is cited as it is
+    reply = _reply_to("@alfred where do we keep it?", "the spare key is under the mat")
+    assert "under the mat" in reply
+
+
+@pytest.mark.parametrize("text", ["@alfred thanks!", "Thank you, Alfred", "cheers alfred"])
+def test_thanks_are_acknowledged_as_thanks(text: str) -> None:
+    assert _reply_to(text, "the gate code is 4512") == "You're welcome!"
+
+
+def test_a_statement_is_noted_not_answered() -> None:
+    assert _reply_to("@alfred the gate code changed yesterday", "the gate code is 4512") == (
+        "Noted — I'll keep it in mind."
+    )
