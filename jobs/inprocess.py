@@ -6,6 +6,8 @@
 * :func:`drain` — a burst worker: runs every queued job (and the retries they cause)
   to completion, one at a time so a replay is deterministic, and returns
   ``[(job name, status)]``; without Redis it runs the open outbox requests inline.
+* :func:`run_single_job` — one queued job (an ``alfred admin`` command nobody else
+  runs) through a real arq worker that claims only that job id.
 * :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue) at a given,
   possibly simulated, time. Both are every-minute, idempotent duties, so running them at
   ``now`` is exactly what the cron would do at ``now``. Without a Redis handle they do
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -24,12 +27,20 @@ from typing import Any
 from arq.jobs import Job
 from arq.worker import Worker
 
-from integrations.redis_connection import RedisHandle
-from jobs.config import COLD_SESSIONS, FORM_THREAD, REQUEUE_OUTBOX, JobsConfig, queue_name
-from jobs.duties import JobsRuntime, Transient, cold_sessions, process_request, requeue_outbox
-from jobs.queue import JobQueue, QueuePool
+from integrations.redis.connection import RedisHandle
+from integrations.redis.queue import (
+    COLD_SESSIONS,
+    FORM_THREAD,
+    REQUEUE_OUTBOX,
+    JobQueue,
+    QueuePool,
+)
+from jobs.tasks import startup
 from jobs.worker import worker_options
 from runtime.container import Services
+from runtime.jobs import jobs_runtime, queue_name
+from services.formation_duties import Transient, cold_sessions, process_request, requeue_outbox
+from services.job_config import JobsConfig
 
 
 def _pool(redis: RedisHandle, name: str) -> QueuePool:
@@ -160,7 +171,7 @@ async def drain(
 
 
 async def _drain_inline(services: Services, config: JobsConfig | None) -> list[tuple[str, str]]:
-    rt = JobsRuntime.build(services, config=config)
+    rt = jobs_runtime(services, config=config)
     ran: list[tuple[str, str]] = []
     for request in await rt.outbox.open_requests():
         try:
@@ -205,9 +216,7 @@ async def run_due_crons(
     """
     now = now or services.clock.now()
     queue = JobQueue.from_url(redis.url, queue_name(services.settings)) if redis else None
-    rt = JobsRuntime.build(
-        services, redis=redis.client if redis else None, queue=queue, config=config
-    )
+    rt = jobs_runtime(services, redis=redis.client if redis else None, queue=queue, config=config)
     try:
         cold = await cold_sessions(rt, now)
         requeue = await requeue_outbox(rt, now)
@@ -222,3 +231,59 @@ async def run_due_crons(
         calendar = await sync_due(services.calendar)  # inline: idempotent, leased per user
         runs.append(CronRun(CALENDAR_SYNC, calendar.as_dict()))
     return runs
+
+
+async def run_single_job(
+    services: Services,
+    redis: RedisHandle,
+    job_id: str,
+    *,
+    config: JobsConfig | None = None,
+    poll: float = 0.2,
+) -> None:
+    """Run one queued job (and its retries) through a real arq worker, here.
+
+    Returns once the job is complete (or gone). The worker claims only ``job_id``; it
+    writes no health key (it is no general worker) and shares ``services``/``redis``
+    without closing them. Cancelled mid-job, arq puts the job back in the queue.
+    """
+    name = queue_name(services.settings)
+    pool = _pool(redis, name)
+    worker = Worker(
+        **worker_options(config, crons=False),
+        redis_pool=pool,
+        queue_name=name,
+        handle_signals=False,
+        max_jobs=1,
+        # never the shared key: closing must not erase a real worker's health record
+        health_check_key=f"{name}:admin-runner:{uuid.uuid4().hex}",
+        ctx=_ctx(services, redis, config, recover=False),
+    )
+    worker.ctx["redis"] = pool  # what arq's own main() sets before startup
+    started = False
+    try:
+        await startup(worker.ctx)
+        started = True
+        while True:
+            job = Job(job_id, pool, _queue_name=name)
+            state = await job.status()
+            if state.value in ("complete", "not_found"):
+                return
+            if state.value == "queued":
+                await worker.start_jobs([job_id.encode()])
+                task = worker.tasks.pop(job_id, None)
+                if task is not None:
+                    await task
+                    me = asyncio.current_task()
+                    if me is not None and me.cancelling():
+                        # We were cancelled while awaiting the job: the cancellation went
+                        # into it, arq caught it and put the job back, and ``await task``
+                        # returned normally. Stop here instead of running the job again.
+                        raise asyncio.CancelledError
+                    continue
+            await asyncio.sleep(poll)  # deferred (a retry's back-off), or running elsewhere
+    finally:
+        if started:
+            await worker.close()  # runs shutdown (closes nothing it was given)
+        else:
+            await pool.aclose()

@@ -1,4 +1,5 @@
-"""The arq job functions: thin wrappers that turn :mod:`jobs.duties` into arq jobs.
+"""The arq job functions: thin wrappers that turn :mod:`services.formation_duties` into
+arq jobs.
 
 Each worker builds the services once (``startup``) and closes them once (``shutdown``);
 a job only looks them up in ``ctx``. Failures become arq retries here, and only here:
@@ -9,21 +10,30 @@ outbox request stays open, so the requeue cron tries again later.
 
 ``ctx`` keys a caller may preset (the in-process worker does): ``services``
 (:class:`runtime.container.Services`, not closed here), ``redis_handle``
-(:class:`integrations.redis_connection.RedisHandle`, not closed here), ``settings``,
+(:class:`integrations.redis.connection.RedisHandle`, not closed here), ``settings``,
 ``jobs_config`` and ``recover_on_startup`` (default true; a drain sets it false).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from arq import Retry
 
-from integrations.redis_connection import RedisHandle, connect_redis
-from jobs.config import JobsConfig, queue_name
-from jobs.duties import (
+from integrations.redis.connection import RedisHandle
+from integrations.redis.queue import JobQueue
+from memory.job_ports import LockBusy
+from memory.models import Partition, ReflectionScope
+from runtime.connections import open_redis
+from runtime.container import Services, build_services
+from runtime.health import start_health_server
+from runtime.jobs import jobs_runtime, queue_name
+from runtime.logs import configure_logging
+from runtime.metrics import watch_services
+from runtime.settings import load_settings
+from services.formation_duties import (
     JobsRuntime,
     MoreLeft,
     Transient,
@@ -31,16 +41,8 @@ from jobs.duties import (
     consolidate_now,
     process_request,
     requeue_outbox,
-    transient_delay,
 )
-from jobs.locks import LockBusy
-from jobs.queue import JobQueue
-from memory.models import Partition, ReflectionScope
-from runtime.container import Services, build_services
-from runtime.health import start_health_server
-from runtime.logs import configure_logging
-from runtime.metrics import watch_services
-from runtime.settings import load_settings
+from services.job_config import JobsConfig
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +52,23 @@ _OWNED_SERVICES = "alfred_owned_services"
 _OWNED_REDIS = "alfred_owned_redis"
 
 
-def runtime(ctx: Ctx) -> JobsRuntime:
+@dataclass
+class WorkerRuntime:
+    """What a worker's jobs look up in ``ctx``: the services, and the duties wired on
+    them by the composition root."""
+
+    services: Services
+    duties: JobsRuntime
+
+    @property
+    def config(self) -> JobsConfig:
+        return self.duties.config
+
+
+def runtime(ctx: Ctx) -> WorkerRuntime:
     """The worker's runtime (built by :func:`startup`)."""
     rt = ctx.get(RUNTIME)
-    if not isinstance(rt, JobsRuntime):
+    if not isinstance(rt, WorkerRuntime):
         raise RuntimeError("the worker's startup did not run: no services in ctx")
     return rt
 
@@ -79,14 +94,15 @@ async def startup(ctx: Ctx) -> None:
         ctx[_OWNED_SERVICES] = services
     if handle is None:
         try:
-            handle = await connect_redis(settings)
+            handle = await open_redis(settings)
         except BaseException:
             if ctx.get(_OWNED_SERVICES) is not None:
                 await services.aclose()
             raise
         ctx[_OWNED_REDIS] = handle
     queue = JobQueue(ctx["redis"])
-    ctx[RUNTIME] = JobsRuntime.build(services, redis=handle.client, queue=queue, config=config)
+    duties = jobs_runtime(services, redis=handle.client, queue=queue, config=config)
+    ctx[RUNTIME] = WorkerRuntime(services, duties)
     watch_services(services, redis=handle.client, queue_name=queue_name(settings))
     if ctx.get("serve_health") and settings.metrics_port:
         # A worker process of its own serves /metrics (the bot's in-process worker
@@ -101,7 +117,7 @@ async def startup(ctx: Ctx) -> None:
     if not ctx.get("recover_on_startup", True):
         return
     try:
-        report = await requeue_outbox(runtime(ctx))
+        report = await requeue_outbox(runtime(ctx).duties)
     except Exception:
         log.exception("start-up requeue failed; the cron retries every minute")
     else:
@@ -131,7 +147,7 @@ async def shutdown(ctx: Ctx) -> None:
 
 async def form_thread(ctx: Ctx, request_id: str) -> dict[str, Any]:
     """Form the thread of outbox request ``request_id`` (see ``process_request``)."""
-    rt = runtime(ctx)
+    rt = runtime(ctx).duties
     job_try = int(ctx.get("job_try", 1))
     try:
         outcome = await process_request(
@@ -149,12 +165,12 @@ async def form_thread(ctx: Ctx, request_id: str) -> dict[str, Any]:
 
 async def cold_sessions_job(ctx: Ctx) -> dict[str, Any]:
     """Cron, every minute: a ``cold`` request (and job) per session gone cold."""
-    return asdict(await cold_sessions(runtime(ctx)))
+    return asdict(await cold_sessions(runtime(ctx).duties))
 
 
 async def requeue_outbox_job(ctx: Ctx) -> dict[str, Any]:
     """Cron, every minute: queue stale open requests again; release orphaned jobs."""
-    return asdict(await requeue_outbox(runtime(ctx)))
+    return asdict(await requeue_outbox(runtime(ctx).duties))
 
 
 async def consolidate(
@@ -169,7 +185,7 @@ async def consolidate(
     ``partition_fields`` is ``Partition.as_fields()`` (plain values survive the queue's
     serialisation and any future queue).
     """
-    rt = runtime(ctx)
+    rt = runtime(ctx).duties
     try:
         return await consolidate_now(
             rt,
@@ -179,7 +195,7 @@ async def consolidate(
             force=force,
         )
     except Exception as exc:
-        delay = transient_delay(exc, int(ctx.get("job_try", 1)), rt.config)
+        delay = rt.transient_delay(exc, int(ctx.get("job_try", 1)))
         if delay is None:
             raise
         raise Retry(defer=delay) from exc

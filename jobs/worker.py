@@ -21,14 +21,9 @@ from typing import Any
 from arq import cron, func
 from arq.connections import RedisSettings
 
-from jobs.config import (
-    COLD_SESSIONS,
-    CONSOLIDATE,
-    FORM_THREAD,
-    REQUEUE_OUTBOX,
-    JobsConfig,
-    queue_name,
-)
+from integrations.redis.queue import COLD_SESSIONS, CONSOLIDATE, FORM_THREAD, REQUEUE_OUTBOX
+from jobs.admin.tasks import admin_functions
+from jobs.calendar_tasks import calendar_cron_jobs, calendar_functions
 from jobs.tasks import (
     cold_sessions_job,
     consolidate,
@@ -37,9 +32,12 @@ from jobs.tasks import (
     shutdown,
     startup,
 )
+from jobs.timing import timed
 from memory.errors import ConfigurationError
 from runtime.embedded import EmbeddedLease, acquire
+from runtime.jobs import queue_name
 from runtime.settings import Settings, load_settings
+from services.job_config import JobsConfig
 
 #: Seconds a finished job's result is kept: arq refuses a second job with the same id
 #: meanwhile (idempotent requests), and ``drain`` reads outcomes from it.
@@ -55,26 +53,6 @@ JOB_COMPLETION_WAIT = 15
 _leases: list[EmbeddedLease] = []
 
 
-def timed(name: str, job: Any) -> Any:
-    """The job with its duration and outcome recorded in the Prometheus metrics
-    (``alfred_job_seconds``, ``alfred_jobs``, ``alfred_job_failures``). Every registered
-    job goes through it, admin jobs included. The process-wide metrics are looked up at
-    each run, not at registration, so a worker built before :func:`set_metrics` (a test,
-    a process that swaps its registry) still records into the one ``/metrics`` serves."""
-    import functools
-
-    from arq.worker import Retry
-
-    from runtime.metrics import get_metrics
-
-    @functools.wraps(job)
-    async def run(*args: Any, **kwargs: Any) -> Any:
-        async with get_metrics().time_job(name, retry_types=(Retry,)):
-            return await job(*args, **kwargs)
-
-    return run
-
-
 def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = False) -> list[Any]:
     """The registered jobs. With ``crons_as_functions`` the cron duties are plain jobs
     too (a burst drain runs any left in the queue without scheduling new ones)."""
@@ -88,11 +66,7 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
         ),
         func(timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
     ]
-    from jobs.admin.tasks import admin_functions
-
     registered += admin_functions(config)
-    from jobs.calendar_tasks import calendar_functions
-
     if crons_as_functions:
         registered += calendar_functions(config)
         registered += [
@@ -115,8 +89,6 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
 def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
     """Every minute: cold sessions at :00, the outbox requeue at :30 (spread the load)."""
     config = config or JobsConfig()
-    from jobs.calendar_tasks import calendar_cron_jobs
-
     return [
         cron(
             timed(COLD_SESSIONS, cold_sessions_job),

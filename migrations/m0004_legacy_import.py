@@ -9,7 +9,7 @@ skipping what is already imported.
 
 The mapping, the partition rule (every legacy memory goes to its single owner's DM:
 private is the only safe choice without circles) and what is skipped and why are in
-:mod:`integrations.legacy_import`. Without legacy collections this is a no-op that
+:mod:`migrations.legacy_import`. Without legacy collections this is a no-op that
 says so. Idempotent: imported records have ids derived from legacy ids.
 
 Optional attributes of the migration context, read with ``getattr`` so the migration
@@ -20,9 +20,9 @@ works with the plain :class:`~integrations.mongo.migrator.MigrationContext` too:
   against ``ctx.embedding_dims``).
 * ``clock``: defaults to the system clock.
 * ``legacy_dry_run``: report only. The migration then raises
-  :class:`~integrations.legacy_import.LegacyDryRunFinished` so the migrator does *not*
+  :class:`~migrations.legacy_import.LegacyDryRunFinished` so the migrator does *not*
   record it as applied. (``alfred migrate --legacy-dry-run`` and ``--legacy-import``
-  call :func:`integrations.legacy_import.run_legacy_import` instead, which never
+  call :func:`migrations.legacy_import.run_legacy_import` instead, which never
   records a migration; this flag exists for callers that go through the migrator.)
 * ``legacy_user_map``: legacy user id → Telegram user id (see ``legacy_user_map`` too).
 * ``legacy_agent_id``: import one legacy agent only.
@@ -35,14 +35,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from integrations.legacy_import import (
+from integrations.mongo.migrator import MigrationContext
+from memory.errors import ConfigurationError
+from memory.ports import Clock, Embedder
+from migrations.legacy_import import (
     LegacyDryRunFinished,
     import_legacy,
     legacy_collections_present,
 )
-from integrations.mongo.migrator import MigrationContext
-from memory.errors import ConfigurationError
-from memory.ports import Clock, Embedder
 
 VERSION = 4
 NAME = "import the previous memory system (memory_sessions, memory_user, memory_agent)"

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from integrations.mem0.mirror import Mem0Mirror
+from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
 from integrations.mongo.circle_move import MongoCircleMover
@@ -22,6 +23,7 @@ from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
+from integrations.mongo.outbox import MongoOutbox
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
@@ -66,6 +68,8 @@ class Services:
     always: AlwaysInContext
     #: The calendar use cases' bundle (it reports itself when calendars are not set up).
     calendar: CalendarFeature
+    outbox: MongoOutbox
+    admin_queries: MongoAdminQueries
     search_backend: str
     warnings: list[str] = field(default_factory=list)
     semantic: SemanticIndex | None = None
@@ -204,6 +208,8 @@ async def build_services(
             facts=store,
             mirror=mirror,
         ),
+        outbox=MongoOutbox(mongo.db),
+        admin_queries=MongoAdminQueries(mongo.db),
         search_backend=backend.name,
         warnings=warnings,
         semantic=semantic,

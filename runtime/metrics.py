@@ -634,6 +634,9 @@ class ProcessMetrics:
     def record_retrieval(self, result: RetrievalResult) -> None:
         get_metrics().record_retrieval(result)
 
+    def record_formation(self, report: FormationReport) -> None:
+        get_metrics().record_formation(report)
+
 
 # Module-level shortcuts on the process-wide metrics, for call sites that hold no object.
 

@@ -12,8 +12,8 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle, connect_redis
-from runtime.connections import open_mongo
+from integrations.redis.connection import RedisHandle
+from runtime.connections import open_mongo, open_redis
 from runtime.settings import Settings
 from tests.helpers import network_guard
 
@@ -68,7 +68,7 @@ async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
 @pytest.fixture(scope="session")
 async def redis(settings: Settings) -> AsyncIterator[RedisHandle]:
     """The real embedded Redis server, started once for the session."""
-    handle = await connect_redis(settings)
+    handle = await open_redis(settings)
     yield handle
     await handle.close()
 
@@ -94,7 +94,7 @@ async def migrated_db(
     db: AsyncDatabase[dict[str, Any]],
 ) -> AsyncDatabase[dict[str, Any]]:
     """A fresh database with every migration applied (indexes, unique keys)."""
-    from integrations.mongo.migrator import MigrationContext, migrate
+    from migrations import MigrationContext, migrate
 
     await migrate(
         MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None)

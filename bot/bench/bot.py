@@ -32,10 +32,10 @@ from bot.bench.resources import (
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
-from jobs.trigger import FormationTrigger
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from runtime.container import build_assistant
+from runtime.jobs import formation_trigger
 from runtime.settings import load_settings
 from services.messages import Incoming, Sender
 
@@ -91,7 +91,7 @@ async def run_bot_bench(
             )
             timed = _TimedLLM(s.llm)
             s.llm = timed
-            trigger = FormationTrigger(s, None)
+            trigger = formation_trigger(s, None)
 
             async def after_message(thread_id: str) -> None:
                 await trigger.after_message(thread_id)

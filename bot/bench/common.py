@@ -16,9 +16,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from integrations.mongo.migrator import MigrationContext, migrate
 from memory.ports import Clock
 from memory.retrieval import RetrievalConfig
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
 from runtime.settings import Settings
 

@@ -46,8 +46,8 @@ from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes,
 from memory.llm import Usage
 
 if TYPE_CHECKING:
-    from integrations.redis_connection import RedisHandle
-    from jobs.queue import JobQueue
+    from integrations.redis.connection import RedisHandle
+    from integrations.redis.queue import JobQueue
     from runtime.container import Services
 
 PEOPLE = [(9101, "Alice"), (9102, "Bob"), (9103, "Chloe")]
@@ -192,20 +192,20 @@ class JobsPath:
     """Formation through the job path: trigger → outbox → arq (embedded Redis) → drain."""
 
     def __init__(self, services: Services, redis: RedisHandle, queue: JobQueue) -> None:
-        from jobs.trigger import FormationTrigger
+        from runtime.jobs import formation_trigger
 
         self.services = services
         self.redis = redis
         self.queue = queue
-        self.trigger = FormationTrigger(services, queue)
+        self.trigger = formation_trigger(services, queue)
 
     @classmethod
     async def open(cls, services: Services) -> JobsPath:
-        from integrations.redis_connection import connect_redis
+        from integrations.redis.queue import JobQueue
         from jobs.config import queue_name
-        from jobs.queue import JobQueue
+        from runtime.connections import open_redis
 
-        redis = await connect_redis(services.settings)
+        redis = await open_redis(services.settings)
         return cls(services, redis, JobQueue.from_url(redis.url, queue_name(services.settings)))
 
     async def form(self, thread_id: str) -> bool:
@@ -238,9 +238,9 @@ async def run_bench(
 ) -> Figures:
     """Set up the embedded backend in ``data_dir`` and time ``formations`` formations
     (each chat answer of the fake model delayed by ``model_latency_ms``)."""
-    from integrations.mongo.migrator import MigrationContext, migrate
     from memory.ids import new_id
     from memory.models import Message, Role, Thread
+    from migrations import MigrationContext, migrate
     from runtime.container import build_services
     from runtime.settings import Settings
 

@@ -5,7 +5,7 @@ too), then waits for it with a progress bar on stderr and prints a summary on st
 (``--json``: one JSON object). ``--no-wait`` only queues it and prints the job id;
 ``alfred admin wait ID`` follows it later and ``alfred admin status ID`` looks at it.
 When no worker is running, the command runs its own job in-process (see
-:mod:`jobs.admin.runner`), so it works on a laptop with nothing else started.
+:mod:`jobs.admin_client`), so it works on a laptop with nothing else started.
 
 Exit codes: 0 done; 1 the job failed, an unknown export/consolidation target, records
 left after a purge, or a dependency down; 2 bad usage. ``purge-user`` of an unknown
@@ -41,9 +41,9 @@ from bot.cli import common
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`
-    from jobs.admin.progress import Progress as JobProgress
-    from jobs.admin.runner import AdminClient, JobOutcome
-    from jobs.queue import JobState
+    from jobs.admin_client import AdminClient, JobOutcome
+    from memory.admin_ports import Progress as JobProgress
+    from memory.job_ports import JobState
     from runtime.settings import Settings
 
 admin_app = typer.Typer(
@@ -82,11 +82,11 @@ def _launch(command: str, args: list[Any], *, wait: bool, as_json: bool, **opts:
 
 
 async def _client(settings: Settings) -> tuple[AdminClient, Any]:
-    from integrations.redis_connection import connect_redis
-    from jobs.admin.runner import AdminClient
+    from jobs.admin_client import AdminClient
+    from runtime.connections import open_redis
     from runtime.container import build_services
 
-    redis = await connect_redis(settings)
+    redis = await open_redis(settings)
     return AdminClient(settings, redis, services=lambda: build_services(settings)), redis
 
 

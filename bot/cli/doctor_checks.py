@@ -16,9 +16,8 @@ import httpx
 
 from integrations.mongo.capabilities import detect_capabilities
 from integrations.mongo.connection import redact
-from integrations.redis_connection import connect_redis
 from memory.errors import AlfredError
-from runtime.connections import open_mongo
+from runtime.connections import open_mongo, open_redis
 from runtime.settings import Mode, Settings
 
 COMPONENTS = ("database", "job_queue", "llm", "embeddings", "mem0", "calendar", "telegram")
@@ -56,7 +55,7 @@ async def _database(settings: Settings) -> ComponentReport:
 
 async def _job_queue(settings: Settings) -> ComponentReport:
     started = time.perf_counter()
-    handle = await connect_redis(settings)
+    handle = await open_redis(settings)
     try:
         info = await handle.client.info("server")
         version = info.get("valkey_version") or info.get("redis_version") or "?"

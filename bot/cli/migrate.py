@@ -78,7 +78,7 @@ def migrate(
     configure_logging(loaded.log_level)
     user_map = None
     if legacy_user_map is not None:
-        from integrations.legacy_import import load_user_map
+        from migrations.legacy_import import load_user_map
 
         try:
             user_map = load_user_map(legacy_user_map)
@@ -86,7 +86,7 @@ def migrate(
             err.print(f"alfred: cannot read {legacy_user_map}: {exc}", markup=False)
             raise typer.Exit(2) from None
     if legacy_import or legacy_dry_run:
-        from integrations.legacy_import import run_legacy_import
+        from migrations.legacy_import import run_legacy_import
 
         run(
             run_legacy_import(

@@ -8,16 +8,11 @@ from collections.abc import Mapping
 from rich.console import Console
 
 from integrations.mongo.capabilities import detect_capabilities
-from integrations.mongo.migrator import (
-    LOCK_WAIT_SECONDS,
-    NO_ATLAS_SEARCH,
-    MigrationContext,
-    migrate,
-    status,
-)
+from integrations.mongo.migrator import LOCK_WAIT_SECONDS, NO_ATLAS_SEARCH
 from integrations.mongo.search_indexes import check_search_indexes
 from memory.clock import SystemClock
 from memory.constants import FACTS
+from migrations import MigrationContext, migrate, status
 from runtime.builders import build_embedder
 from runtime.connections import open_mongo
 from runtime.settings import Settings

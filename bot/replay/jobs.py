@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
+from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import drain, run_due_crons
-from jobs.queue import JobQueue
-from jobs.trigger import FormationTrigger
+from runtime.connections import open_redis
 from runtime.container import Services
+from runtime.jobs import formation_trigger
 
 
 class ReplayJobs:
@@ -25,7 +26,7 @@ class ReplayJobs:
         self.s = services
         self.redis = redis
         self.queue = JobQueue.from_url(redis.url, queue_name(services.settings))
-        self.trigger = FormationTrigger(services, self.queue)
+        self.trigger = formation_trigger(services, self.queue)
 
     async def after_message(self, thread_id: str) -> None:
         await self.trigger.after_message(thread_id)
@@ -40,4 +41,4 @@ class ReplayJobs:
 
 
 async def open_replay_jobs(services: Services) -> ReplayJobs:
-    return ReplayJobs(services, await connect_redis(services.settings))
+    return ReplayJobs(services, await open_redis(services.settings))

@@ -520,7 +520,7 @@ async def replay_world(
     services = await build_services(settings, clock=clock)
     jobs: Jobs | None = None
     try:
-        from integrations.mongo.migrator import MigrationContext, migrate
+        from migrations import MigrationContext, migrate
 
         await migrate(
             MigrationContext(

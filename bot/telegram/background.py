@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 
-from integrations.redis_connection import RedisHandle, connect_redis
+from integrations.redis.connection import RedisHandle
+from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
-from jobs.queue import JobQueue
-from jobs.trigger import FormationTrigger
 from memory.errors import AlfredError
+from runtime.connections import open_redis
 from runtime.container import Services
+from runtime.jobs import formation_trigger
 from runtime.settings import Settings
+from services.trigger import FormationTrigger
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +54,14 @@ class Background:
 
 async def start_background(services: Services, settings: Settings) -> Background:
     try:
-        redis = await connect_redis(settings)
+        redis = await open_redis(settings)
     except AlfredError as exc:
         log.warning(
             "job queue unavailable (%s): formation requests wait in the outbox", exc.one_line()
         )
-        return Background(FormationTrigger(services, None), None, None, None)
+        return Background(formation_trigger(services, None), None, None, None)
     queue = JobQueue.from_url(redis.url, queue_name(services.settings))
     worker = None
     if settings.run_worker != "external":
         worker = await start_inprocess_worker(services, redis)
-    return Background(FormationTrigger(services, queue), queue, redis, worker)
+    return Background(formation_trigger(services, queue), queue, redis, worker)

@@ -25,9 +25,9 @@ from telegram.error import InvalidToken, NetworkError
 from bot.telegram.app import build_application
 from bot.telegram.delivery import Spool
 from bot.telegram.webhook import make_web_app, webhook_path
-from integrations.mongo.migrator import MigrationContext, migrate
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
+from migrations import MigrationContext, migrate
 from runtime.container import build_assistant, build_services
 from runtime.health import add_health_routes, start_health_server
 from runtime.metrics import watch_services

@@ -13,14 +13,17 @@ An index that can be listed neither way answers None ("cannot tell").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from integrations.mem0.cloud import Mem0CloudIndex
 from integrations.mem0.common import _results, _translate
+from integrations.mem0.mirror import Mem0IdStore, mirror_fact
 from integrations.mem0.oss import Mem0OssIndex
-from memory.semantic import FACT_ID_KEY, SemanticIndex
+from memory.admin_ports import MirrorListing
+from memory.models import Fact
+from memory.semantic import FACT_ID_KEY, SemanticIndex, SemanticMetrics
 
 #: Page size of the Platform listing, and the OSS listing's cap per partition.
 PAGE_SIZE = 100
@@ -94,3 +97,31 @@ async def _list_oss(index: Mem0OssIndex, partition_key: str) -> Mem0Listing:
         raise _translate(exc, "list") from exc
     items = _results(response)
     return Mem0Listing(_entries(items), complete=len(items) < OSS_LIMIT)
+
+
+class Mem0Maintenance:
+    """The mem0 copy as the operator repairs and erases it (implements
+    :class:`memory.admin_ports.Mem0Maintenance` over a :class:`SemanticIndex`)."""
+
+    def __init__(
+        self, index: SemanticIndex, store: Mem0IdStore, metrics: SemanticMetrics | None
+    ) -> None:
+        self.index = index
+        self.store = store
+        self.metrics = metrics
+
+    @property
+    def name(self) -> str:
+        return self.index.name
+
+    async def list_partition(self, partition_key: str) -> MirrorListing | None:
+        listing = await list_partition(self.index, partition_key)
+        if listing is None:
+            return None
+        return MirrorListing([e.id for e in listing.entries], listing.complete)
+
+    async def mirror(self, fact: Fact) -> bool:
+        return bool(await mirror_fact(self.store, self.index, fact, self.metrics))
+
+    async def delete(self, mem0_ids: Sequence[str]) -> None:
+        await self.index.delete(mem0_ids)

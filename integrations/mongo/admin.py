@@ -1,4 +1,4 @@
-"""Operator queries for the admin jobs (``jobs.admin``): kept apart from the stores the
+"""Operator queries for the admin jobs (``services.admin``): kept apart from the stores the
 bot uses, so that nothing here is mistaken for a read path that may reach a person.
 
 Two kinds of reads live here:
@@ -86,7 +86,8 @@ def stale_embedding_filter(model: str, dims: int) -> Document:
 
 
 class MongoAdminQueries:
-    """Reads (and a few deletes) the admin jobs need beyond the bot's stores."""
+    """Reads (and a few deletes) the admin jobs need beyond the bot's stores (implements
+    :class:`memory.admin_ports.AdminQueries`)."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
         self._db = db
@@ -142,6 +143,11 @@ class MongoAdminQueries:
             "memberships": await self._db[CIRCLES].count_documents({"member_ids": user_id}),
         }
         return counts
+
+    async def count_for_user(self, collection: str, field: str, user_id: str) -> int:
+        """Records of another integration's ``collection`` whose ``field`` is the user's id
+        (the calendar's tokens and event links, counted before and after a purge)."""
+        return await self._db[collection].count_documents({field: user_id})
 
     async def delete_dm_requests(self, user_id: str) -> int:
         """Formation requests of the user's DM thread (its id is the user's id): ids and

@@ -1,32 +1,30 @@
-"""Applying the versioned migrations in ``migrations/`` to the database.
+"""Applying versioned migrations to the database.
 
-Each migration is a module ``migrations/mNNNN_name.py`` with ``VERSION``, ``NAME`` and
-``async def up(ctx)``; it must be idempotent, because a crash between applying it and
-recording it means it runs again. Applied versions are recorded in
-``schema_migrations``. A lease document in the same collection keeps two runs from
-migrating at once: the second waits for the first and then finds nothing left to do.
+The caller hands over the migrations (``migrations.discover()`` lists the modules
+``migrations/mNNNN_name.py``, each with ``VERSION``, ``NAME`` and ``async def up(ctx)``),
+so this adapter never imports the package that imports it. Each must be idempotent,
+because a crash between applying it and recording it means it runs again. Applied
+versions are recorded in ``schema_migrations``. A lease document in the same
+collection keeps two runs from migrating at once: the second waits for the first and
+then finds nothing left to do.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
-import pkgutil
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from types import ModuleType
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-import migrations as migrations_package
 from integrations.mongo.search_indexes import reconcile_search_indexes
 from memory.constants import FACTS, SCHEMA_MIGRATIONS
 from memory.errors import ConfigurationError, Unavailable
@@ -93,30 +91,14 @@ class MigrationStatus:
         return max(self.applied, default=0)
 
 
-def discover() -> list[Migration]:
-    """Every migration module in the ``migrations`` package, in version order."""
-    found: list[Migration] = []
-    for info in pkgutil.iter_modules(migrations_package.__path__):
-        if not info.name.startswith("m") or not info.name[1:5].isdigit():
-            continue
-        module: ModuleType = importlib.import_module(f"migrations.{info.name}")
-        found.append(Migration(version=module.VERSION, name=module.NAME, up=module.up))
-    found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise ConfigurationError(f"two migrations share a version: {versions}")
-    return found
-
-
 async def status(
-    db: AsyncDatabase[dict[str, Any]], available: Sequence[Migration] | None = None
+    db: AsyncDatabase[dict[str, Any]], available: Sequence[Migration]
 ) -> MigrationStatus:
-    """The available migrations (``available``, or those discovered) and the applied ones."""
+    """The ``available`` migrations and the applied ones."""
     applied: dict[int, datetime] = {}
     async for doc in db[SCHEMA_MIGRATIONS].find({"version": {"$exists": True}}):
         applied[int(doc["version"])] = doc["applied_at"]
-    found = list(available) if available is not None else discover()
-    return MigrationStatus(available=found, applied=applied)
+    return MigrationStatus(available=list(available), applied=applied)
 
 
 class MigrationLock:
@@ -219,18 +201,18 @@ class MigrationLock:
 async def migrate(
     ctx: MigrationContext,
     *,
+    available: Sequence[Migration],
     to: int | None = None,
     wait_seconds: float = LOCK_WAIT_SECONDS,
     lock_ttl: timedelta = LOCK_TTL,
-    available: Sequence[Migration] | None = None,
 ) -> list[Migration]:
     """Apply pending migrations up to ``to`` (all when None); return those applied.
 
     Then, whatever was applied, reconcile the Atlas search indexes with the
     configuration (:func:`reconcile_search_indexes`), so running ``alfred migrate``
     again after an embedder change, or after an index creation failed, fixes them.
-    ``available`` replaces the discovered migrations (tests); ``lock_ttl`` is the
-    lease's lifetime between two renewals.
+    ``available`` are the migrations to consider (``migrations.discover()``, or a
+    test's own); ``lock_ttl`` is the lease's lifetime between two renewals.
     """
     async with MigrationLock(ctx.db, ttl=lock_ttl, wait_seconds=wait_seconds) as lock:
         st = await status(ctx.db, available)

@@ -19,9 +19,7 @@ type and message only, never message text from the conversation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final
 
 from pymongo import ASCENDING, ReturnDocument
@@ -29,56 +27,30 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from memory.ids import new_id
+from memory.job_ports import (
+    ERROR_CHARS,
+    OPEN_STATUSES,
+    FormationRequest,
+    RequestKind,
+    RequestStatus,
+    describe_error,
+)
+
+__all__ = [
+    "FORMATION_REQUESTS",
+    "OPEN_STATUSES",
+    "FormationRequest",
+    "MongoOutbox",
+    "RequestKind",
+    "RequestStatus",
+    "describe_error",
+    "request_from_doc",
+]
 
 Document = dict[str, Any]
 
 #: The collection (named here, not in ``memory.constants``: the domain never reads it).
 FORMATION_REQUESTS: Final = "formation_requests"
-#: Characters of an error kept on a request: enough to diagnose, never a transcript.
-ERROR_CHARS: Final = 500
-
-
-class RequestKind(StrEnum):
-    """Why formation was asked for: the message/token threshold, or a session gone cold."""
-
-    FORM = "form"
-    COLD = "cold"
-
-
-class RequestStatus(StrEnum):
-    """Where a request is in its life: written, queued, finished, or given up."""
-
-    PENDING = "pending"
-    QUEUED = "queued"
-    DONE = "done"
-    FAILED = "failed"
-
-
-OPEN_STATUSES: Final = (RequestStatus.PENDING, RequestStatus.QUEUED)
-
-
-@dataclass(frozen=True)
-class FormationRequest:
-    """One request to form a thread's unformed messages (and, for ``cold``, to close a
-    session: force-consolidate its reflections and mark it closed)."""
-
-    id: str
-    thread_id: str
-    kind: RequestKind
-    status: RequestStatus
-    created_at: datetime
-    session_id: str | None = None
-    queued_at: datetime | None = None
-    started_at: datetime | None = None
-    done_at: datetime | None = None
-    attempts: int = 0
-    requeues: int = 0
-    last_error: str | None = None
-    result: dict[str, Any] | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.status in OPEN_STATUSES
 
 
 def request_from_doc(doc: Document) -> FormationRequest:
@@ -99,14 +71,9 @@ def request_from_doc(doc: Document) -> FormationRequest:
     )
 
 
-def describe_error(exc: BaseException) -> str:
-    """An exception as ``Type: message``, clipped (what goes into ``last_error``)."""
-    text = f"{type(exc).__name__}: {exc}"
-    return text[:ERROR_CHARS]
-
-
 class MongoOutbox:
-    """``formation_requests``: the durable side of the formation queue."""
+    """``formation_requests``: the durable side of the formation queue (implements
+    :class:`memory.job_ports.Outbox`)."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
         self._requests = db[FORMATION_REQUESTS]

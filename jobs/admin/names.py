@@ -1,5 +1,6 @@
 """The admin jobs' names: the arq function names the queue stores (part of the queue's
-format, like :mod:`jobs.config`'s) and the ``alfred admin`` commands that queue them.
+format, like :mod:`integrations.redis.queue`'s) and the ``alfred admin`` commands that
+queue them.
 
 Kept free of imports so the CLI can list its commands without loading the services."""
 

@@ -2,7 +2,8 @@
 ``alfred admin …``, ``arq``'s own tooling (``ArqRedis.enqueue_job("admin_stats")``) and
 any worker of the deployment run them.
 
-Each wrapper builds an :class:`AdminContext` (progress hash keyed by arq's job id),
+Each wrapper has the composition root build an :class:`AdminContext` (progress hash
+keyed by arq's job id), runs the use case of :mod:`services.admin` on it,
 records the run in ``job_runs`` (start, end, status, counts), and turns a transient
 failure (database, Redis, mem0 down) into an arq ``Retry`` with back-off, like the
 formation jobs. Every job is idempotent, so a retry or a re-run after a kill is safe.
@@ -20,11 +21,7 @@ from typing import Any, TypeVar
 
 from arq import Retry, func
 
-from integrations.mongo.admin import MongoAdminQueries
-from jobs.admin.common import AdminContext
-from jobs.admin.consolidate import Target, consolidate_target
-from jobs.admin.export import ExportDocument, export_user
-from jobs.admin.mem0 import reconcile_mem0
+from integrations.redis.queue import JobQueue
 from jobs.admin.names import (
     ADMIN_CONSOLIDATE,
     ADMIN_EXPORT_USER,
@@ -33,14 +30,18 @@ from jobs.admin.names import (
     ADMIN_RECONCILE_MEM0,
     ADMIN_STATS,
 )
-from jobs.admin.progress import ProgressReporter, progress_key
-from jobs.admin.purge import purge_user
-from jobs.admin.reembed import DEFAULT_BATCH, re_embed
-from jobs.admin.stats import TOP_PARTITIONS, collect_stats
-from jobs.config import JobsConfig
-from jobs.duties import transient_delay
 from jobs.tasks import Ctx, runtime
+from jobs.timing import timed
 from memory.errors import AlfredError
+from runtime.jobs import admin_context
+from services.admin.consolidate import Target, consolidate_target
+from services.admin.context import AdminContext
+from services.admin.export import ExportDocument, export_user
+from services.admin.mem0 import reconcile_mem0
+from services.admin.purge import purge_user
+from services.admin.reembed import DEFAULT_BATCH, re_embed
+from services.admin.stats import TOP_PARTITIONS, collect_stats
+from services.job_config import JobsConfig
 
 T = TypeVar("T")
 
@@ -77,9 +78,14 @@ async def _tracked(
     rt = runtime(ctx)
     services = rt.services
     job_id = str(ctx.get("job_id") or f"inline-{uuid.uuid4().hex}")
-    progress = ProgressReporter(ctx.get("redis"), progress_key(services.settings, job_id))
-    queries = MongoAdminQueries(services.mongo.db)
-    actx = AdminContext(services, progress, queries)
+    redis = ctx.get("redis")
+    actx = admin_context(
+        services,
+        redis=redis,
+        job_id=job_id,
+        queue=JobQueue(redis) if redis is not None else None,
+    )
+    queries, progress = actx.queries, actx.progress
     await queries.job_started(name, job_id, services.clock.now())
     try:
         result = await work(actx)
@@ -91,7 +97,7 @@ async def _tracked(
             )
         raise
     except Exception as exc:
-        delay = transient_delay(exc, int(ctx.get("job_try", 1)), rt.config)
+        delay = rt.duties.transient_delay(exc, int(ctx.get("job_try", 1)))
         status = "failed" if delay is None else "retrying"
         with contextlib.suppress(Exception):  # the database may be what failed
             await queries.job_finished(
@@ -162,11 +168,11 @@ async def admin_export_user(ctx: Ctx, user_id: str | int) -> ExportDocument | di
 async def admin_stats(ctx: Ctx, top: int = TOP_PARTITIONS) -> dict[str, Any]:
     """Counts per collection, partition kind, circle and partition (the ``top`` largest);
     queue; last job runs. Ids only: arq logs this result."""
-    redis, job_id = ctx.get("redis"), ctx.get("job_id")
+    job_id = ctx.get("job_id")
     return await _tracked(
         ctx,
         ADMIN_STATS,
-        lambda a: collect_stats(a, redis, own_job=str(job_id) if job_id else None, top=top),
+        lambda a: collect_stats(a, own_job=str(job_id) if job_id else None, top=top),
         lambda _: None,
     )
 
@@ -185,8 +191,6 @@ def admin_functions(config: JobsConfig | None = None) -> list[Any]:
     """The admin jobs for ``WorkerSettings.functions`` (``config`` is accepted for
     symmetry with the other registrations; admin limits are their own). Each is timed
     like formation (``alfred_job_seconds{job="admin_…"}``, ``alfred_job_failures``)."""
-    from jobs.worker import timed  # jobs.worker imports this module when it registers
-
     jobs: list[tuple[Any, str]] = [
         (admin_consolidate, ADMIN_CONSOLIDATE),
         (admin_re_embed, ADMIN_RE_EMBED),

@@ -29,21 +29,18 @@ import pytest
 
 from integrations.mongo.admin import JOB_RUNS
 from integrations.mongo.connection import MongoHandle
-from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.redis_connection import RedisHandle
-from jobs.admin.common import AdminContext
-from jobs.admin.export import EXPORT_FORMAT, EXPORT_VERSION, ExportDocument
+from integrations.redis.connection import RedisHandle
+from integrations.redis.progress import read_progress
+from integrations.redis.queue import JobQueue
 from jobs.admin.names import ADMIN_STATS, COMMANDS
-from jobs.admin.progress import progress_key, read_progress
-from jobs.admin.purge import memory_operations
-from jobs.admin.runner import AdminClient, JobOutcome
+from jobs.admin_client import AdminClient, JobOutcome
 from jobs.config import JobsConfig, queue_name
 from jobs.inprocess import drain, start_inprocess_worker
-from jobs.queue import JobQueue, JobState
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.facts import FactWriter
 from memory.ids import new_id
+from memory.job_ports import JobState
 from memory.models import (
     Clarification,
     Partition,
@@ -55,8 +52,12 @@ from memory.models import (
     Viewer,
 )
 from memory.privacy import is_visible
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
+from runtime.jobs import admin_context, progress_key
 from runtime.settings import Settings
+from services.admin.export import EXPORT_FORMAT, EXPORT_VERSION, ExportDocument
+from services.admin.purge import memory_operations
 from tests.conftest import make_settings
 from tests.helpers.fake_mem0 import FakeMem0
 from tests.helpers.fakes import HashEmbedder
@@ -279,7 +280,7 @@ async def test_a_live_worker_runs_the_job_and_the_client_only_waits(env: Env) ->
 
 
 async def test_unknown_job_id_is_a_clear_error(env: Env) -> None:
-    from jobs.admin.runner import UnknownJob
+    from jobs.admin_client import UnknownJob
 
     with pytest.raises(UnknownJob, match="no admin job nope"):
         await env.client.wait("nope", give_up_after=5)
@@ -457,7 +458,7 @@ async def test_purge_user_erases_everything_of_theirs_and_nothing_else(env: Env)
 
 async def test_an_interrupted_purge_finishes_when_run_again(env: Env) -> None:
     # The first steps of a purge that died: Bob's facts are gone, nothing else is.
-    ops = memory_operations(AdminContext.of(env.services))
+    ops = memory_operations(admin_context(env.services))
     owned = await env.services.facts.owned_by(BOB)
     await ops.erase_facts(BOB, owned, [])
     assert await env.services.directory.user(BOB) is not None

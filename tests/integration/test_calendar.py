@@ -36,14 +36,14 @@ from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_
 from bot.replay import ScriptError, parse_script
 from integrations.google.oauth_http import serve_oauth_redirect
 from integrations.mongo.calendar_store import CONNECTIONS
-from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
 from memory.calendar_ports import InvalidState, RetryPolicy, TokenBundle
 from memory.clock import ManualClock
 from memory.errors import Denied
 from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
+from migrations import MigrationContext, migrate
 from runtime.calendar import build_calendar, oauth_routes
 from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
@@ -841,10 +841,10 @@ async def run_calendar_job(services: Services, redis: RedisHandle) -> Any:
     against the embedded Redis; its result, as arq stored it."""
     from arq.jobs import Job
 
+    from integrations.redis.queue import JobQueue
     from jobs.calendar_tasks import CALENDAR_SYNC
     from jobs.config import queue_name
     from jobs.inprocess import drain
-    from jobs.queue import JobQueue
 
     queue = JobQueue.from_url(redis.url, queue_name(services.settings))
     try:

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.mongo.circle_move import move_circle_documents
-from integrations.mongo.migrator import MigrationContext, migrate
 from memory.clock import ManualClock
 from memory.constants import (
     CIRCLES,
@@ -41,6 +40,7 @@ from memory.models import (
     ThreadKind,
     Viewer,
 )
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_membership, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH, discover
+from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH
 from memory.constants import SCHEMA_MIGRATIONS
+from migrations import discover
 from runtime.connections import open_mongo
 from runtime.embedded import EmbeddedLease, acquire
 from tests.conftest import make_settings
@@ -315,9 +316,9 @@ async def test_legacy_import_at_start_then_on_demand_after_mapping(cli: Cli) -> 
     users are mapped, and a second on-demand import adds nothing."""
     from bson import ObjectId
 
-    from integrations.legacy_import import LEGACY_SESSIONS
     from memory.constants import FACTS, REFLECTIONS
     from memory.models import Partition
+    from migrations.legacy_import import LEGACY_SESSIONS
 
     cli.keep_server()
     handle = await open_mongo(make_settings(cli.data_dir))

@@ -37,19 +37,21 @@ from bot.bench.fake_openai import (
 )
 from integrations.mongo.codec import fact_from_doc, message_to_doc
 from integrations.mongo.connection import MongoHandle
-from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.outbox import MongoOutbox, RequestKind, RequestStatus
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
+from integrations.redis.queue import JobQueue
 from jobs.config import COLD_SESSIONS, CONSOLIDATE, JobsConfig, lock_prefix, queue_name
 from jobs.inprocess import drain, run_due_crons, start_inprocess_worker
-from jobs.queue import JobQueue, JobState
-from jobs.trigger import FormationTrigger
 from memory.clock import ManualClock
 from memory.constants import FACTS, MESSAGES, REFLECTIONS
+from memory.job_ports import JobState
 from memory.llm import ChatOutcome, Task, Usage
 from memory.models import Message, Partition, ReflectionScope, Role, Thread
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_services
+from runtime.jobs import formation_trigger
 from runtime.settings import Settings
+from services.trigger import FormationTrigger
 from tests.conftest import make_settings
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import message
@@ -255,7 +257,7 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], seconds: float) -
 
 async def test_trigger_requests_formation_at_the_thresholds_outbox_first(env: Env) -> None:
     queue = SpyQueue(env)
-    trigger = FormationTrigger(env.services, queue)
+    trigger = formation_trigger(env.services, queue)
     assert await talk(env, env.group, 44, trigger) == [None] * 44, "under 45 messages"
     assert await env.outbox.all_requests() == []
 
@@ -291,7 +293,7 @@ async def test_redis_down_keeps_requests_pending_until_the_requeue_cron(env: Env
         closed_port = probe.getsockname()[1]
     down = JobQueue.from_url(f"redis://127.0.0.1:{closed_port}/0", queue_name(env.settings))
     env.queues.append(down)
-    trigger = FormationTrigger(env.services, down)
+    trigger = formation_trigger(env.services, down)
     request = (await talk(env, env.group, 45, trigger))[-1]
     assert request is not None and request.status is RequestStatus.PENDING, "nothing raised"
     assert [r.status for r in await env.outbox.all_requests()] == [RequestStatus.PENDING]
@@ -311,7 +313,7 @@ async def test_redis_down_keeps_requests_pending_until_the_requeue_cron(env: Env
 
 
 async def test_without_redis_drain_runs_the_outbox_inline(env: Env) -> None:
-    trigger = FormationTrigger(env.services, None)  # a replay with no queue at all
+    trigger = formation_trigger(env.services, None)  # a replay with no queue at all
     request = (await talk(env, env.group, 45, trigger))[-1]
     assert request is not None and request.status is RequestStatus.PENDING
     assert await drain(env.services) == [("form_thread", "complete")]
@@ -321,7 +323,7 @@ async def test_without_redis_drain_runs_the_outbox_inline(env: Env) -> None:
 
 async def test_job_ids_are_request_ids_so_a_request_forms_once(env: Env) -> None:
     queue = env.queue()
-    trigger = FormationTrigger(env.services, queue)
+    trigger = formation_trigger(env.services, queue)
     request = (await talk(env, env.group, 45, trigger))[-1]
     assert request is not None
     assert await queue.enqueue_form(request.id) is False, "arq refuses a second job"
@@ -582,7 +584,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 def test_importing_the_worker_starts_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     result = subprocess.run(
-        [sys.executable, "-c", "import jobs.worker, jobs.inprocess, jobs.trigger"],
+        [sys.executable, "-c", "import jobs.worker, jobs.inprocess, services.trigger"],
         env=subprocess_env(ALFRED_DATA_DIR=str(data)),
         cwd=tmp_path,
         capture_output=True,
@@ -657,7 +659,7 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
     try:
         async with FakeOpenAI(chat_handler=handler) as fake:
             common["OPENAI_BASE_URL"] = fake.base_url
-            trigger = FormationTrigger(env.services, env.queue())
+            trigger = formation_trigger(env.services, env.queue())
             request = await trigger.after_message(thread.id)
             assert request is not None and request.status is RequestStatus.QUEUED
 

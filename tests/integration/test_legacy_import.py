@@ -15,7 +15,14 @@ import pytest
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from integrations.legacy_import import (
+from integrations.mongo.codec import vector_from_bson
+from integrations.mongo.facts import MongoFactStore
+from integrations.mongo.notes import MongoNotes
+from memory.clock import ManualClock
+from memory.constants import CONSOLIDATED, FACTS, PARTITIONS, REFLECTIONS
+from memory.models import Partition, ReflectionScope, Thread, ThreadKind, Viewer
+from migrations import MigrationContext, migrate, status
+from migrations.legacy_import import (
     LEGACY_AGENT,
     LEGACY_LEDGER,
     LEGACY_SESSIONS,
@@ -27,13 +34,6 @@ from integrations.legacy_import import (
     import_legacy,
     legacy_session_id,
 )
-from integrations.mongo.codec import vector_from_bson
-from integrations.mongo.facts import MongoFactStore
-from integrations.mongo.migrator import MigrationContext, migrate, status
-from integrations.mongo.notes import MongoNotes
-from memory.clock import ManualClock
-from memory.constants import CONSOLIDATED, FACTS, PARTITIONS, REFLECTIONS
-from memory.models import Partition, ReflectionScope, Thread, ThreadKind, Viewer
 from tests.helpers.fakes import HashEmbedder
 
 Db = AsyncDatabase[dict[str, Any]]

@@ -26,7 +26,7 @@ from pymongo import AsyncMongoClient
 from pymongo.errors import ServerSelectionTimeoutError
 
 from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
 from memory.formation import FormationReport
 from memory.llm import Usage
 from memory.models import Category, Partition
@@ -263,12 +263,12 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
     """The wiring, not the recorder: real code paths feed the process-wide metrics that
     ``/metrics`` serves — admin jobs run by a real arq worker on the embedded Redis, a
     formation job drained from the queue, and a reply whose retrieval ran."""
-    from integrations.mongo.migrator import MigrationContext, migrate
     from integrations.mongo.outbox import MongoOutbox, RequestKind
-    from jobs.admin.runner import AdminClient
+    from integrations.redis.queue import JobQueue
+    from jobs.admin_client import AdminClient
     from jobs.config import queue_name
     from jobs.inprocess import drain
-    from jobs.queue import JobQueue
+    from migrations import MigrationContext, migrate
     from runtime.container import Services, build_assistant, build_services
     from services.messages import Incoming, Sender
     from tests.conftest import make_settings
@@ -631,8 +631,8 @@ async def test_a_standalone_worker_logs_json_without_a_metrics_port(
 ) -> None:
     """``arq jobs.worker.WorkerSettings`` runs ``startup`` with ``serve_health``: its logs
     are JSON lines through the redacting filter even with ``METRICS_PORT=0``."""
+    from integrations.redis.queue import JobQueue
     from jobs.config import queue_name
-    from jobs.queue import JobQueue
     from jobs.tasks import shutdown, startup
     from runtime.container import build_services
     from tests.helpers.fakes import HashEmbedder

@@ -12,16 +12,10 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from integrations.mongo.migrator import (
-    LOCK_ID,
-    NO_ATLAS_SEARCH,
-    Migration,
-    MigrationContext,
-    migrate,
-    status,
-)
+from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH, Migration, MigrationContext
 from memory.constants import SCHEMA_MIGRATIONS
 from memory.errors import Unavailable
+from migrations import migrate, status
 
 Db = AsyncDatabase[dict[str, Any]]
 #: A lease this short expires several times during one slow migration unless renewed.

@@ -19,7 +19,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
-from integrations.mongo.migrator import MigrationContext, migrate
 from integrations.mongo.notes import MongoNotes
 from integrations.offline_llm import OfflineLLM
 from memory.clock import ManualClock
@@ -59,6 +58,7 @@ from memory.operations import (
 )
 from memory.prompts.common import Person
 from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender

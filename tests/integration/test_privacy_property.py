@@ -63,12 +63,12 @@ def test_search_results_never_exceed_what_the_predicate_allows(mongo: MongoHandl
     from pymongo import AsyncMongoClient
 
     from integrations.mongo.facts import MongoFactStore
-    from integrations.mongo.migrator import MigrationContext, migrate
     from memory.clock import ManualClock
     from memory.facts import FactWriter
     from memory.retrieval import Retriever
     from memory.search.app_backend import AppSearchBackend
     from memory.search.scope_index import ScopeIndexCache
+    from migrations import MigrationContext, migrate
     from tests.helpers.fakes import HashEmbedder
 
     assert mongo.lease is not None

@@ -6,12 +6,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from integrations.mongo.migrator import MigrationContext, migrate
-from integrations.retention import apply_retention
 from memory.clock import ManualClock
 from memory.models import Partition, Reflection, ReflectionScope
+from migrations import MigrationContext, migrate
 from runtime.container import build_services
+from runtime.jobs import retention
 from runtime.settings import Settings
+from services.retention import apply_retention
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import conversation
 
@@ -46,10 +47,10 @@ async def test_archived_circle_purged_after_retention(settings: Settings, data_d
         own = await s.writer.add("Ann likes tea", Partition.dm("1"))
         await s.directory.archive_circle(old.id, clock.now())
         # not yet: archived 0 days ago
-        report = await apply_retention(s, clock.now())
+        report = await apply_retention(retention(s), clock.now())
         assert report.circles_purged == []
         clock.set(NOW)
-        report = await apply_retention(s, clock.now())
+        report = await apply_retention(retention(s), clock.now())
         assert report.circles_purged == [old.id]
         db = s.mongo.db
         for coll in ("memory_facts", "memory_reflections", "messages", "threads", "circles"):
@@ -58,7 +59,7 @@ async def test_archived_circle_purged_after_retention(settings: Settings, data_d
         assert await db["memory_facts"].count_documents({"circle_id": kept.id}) == 1
         assert await s.facts.get(own[0].id) is not None, "DM memories are not the circle's"
         # running it again is harmless
-        assert (await apply_retention(s, clock.now())).circles_purged == []
+        assert (await apply_retention(retention(s), clock.now())).circles_purged == []
     finally:
         await s.aclose()
 
@@ -78,7 +79,7 @@ async def test_formed_messages_dropped_after_window(settings: Settings) -> None:
             await s.journal.append(m)
         await s.journal.mark_formed([messages[0].id], NOW - timedelta(days=45))
         await s.journal.mark_formed([messages[1].id], NOW - timedelta(days=2))
-        report = await apply_retention(s, NOW)
+        report = await apply_retention(retention(s), NOW)
         assert report.messages_dropped == 1
         left = {m.text for m in await s.journal.all_for_audit()}
         assert left == {"new one", "unformed"}, "unformed messages are never dropped"

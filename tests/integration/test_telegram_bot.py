@@ -43,7 +43,7 @@ from bot.bench.fake_openai import (
 from bot.telegram.handlers.messages import NON_TEXT_REPLY
 from bot.telegram.run import run_bot
 from integrations.mongo.connection import MongoHandle
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
 from memory.errors import ConfigurationError
 from runtime.settings import Settings
 from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
@@ -844,8 +844,9 @@ async def test_migrations_beside_a_running_bot(
     """A database left at an older version (`alfred migrate --to 2`) is brought up to
     date by the bot's start; operators' `alfred migrate` runs while the bot answers
     neither disturb it nor apply anything twice."""
-    from integrations.mongo.migrator import NO_ATLAS_SEARCH, discover
+    from integrations.mongo.migrator import NO_ATLAS_SEARCH
     from memory.constants import SCHEMA_MIGRATIONS
+    from migrations import discover
 
     available = discover()
     latest = available[-1].version

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from integrations.mongo.directory import MongoDirectory
-from integrations.mongo.migrator import MigrationContext, migrate
 from memory.clock import ManualClock
 from memory.models import Circle, User
+from migrations import MigrationContext, migrate
 from runtime.container import Services, build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender

@@ -3,7 +3,7 @@
 After switching embedding models (or dimensions), facts embedded with the old one are
 found by keywords only (vectors of different models are not comparable). This job
 embeds them again in batches and stores each vector with
-:meth:`MongoFactStore.set_embedding`, which bumps the partition's version so every
+the fact store's ``set_embedding``, which bumps the partition's version so every
 process's search cache reloads.
 
 Resumable by construction: each batch is *queried* ("facts whose model or dims differ
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.errors import ConfigurationError
+from services.admin.context import AdminContext
 
 DEFAULT_BATCH = 64
 
@@ -34,7 +34,7 @@ async def re_embed(
     (None: until none is left). Returns counts and whether anything is left."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    embedder = ctx.services.embedder
+    embedder = ctx.stores.embedder
     model, dims = embedder.model_name, embedder.dimensions
     queries = ctx.queries
     before = await queries.count_stale_embeddings(model, dims)
@@ -53,7 +53,7 @@ async def re_embed(
                 hint=f"expected {len(batch)} x {dims}",
             )
         for (fact_id, _), vector in zip(batch, vectors, strict=True):
-            if await ctx.services.facts.set_embedding(fact_id, vector.tolist(), model):
+            if await ctx.stores.facts.set_embedding(fact_id, vector.tolist(), model):
                 done += 1
             else:
                 vanished.append(fact_id)

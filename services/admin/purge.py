@@ -29,11 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, FACTS, MESSAGES, REFLECTIONS
 from memory.models import Fact
 from memory.operations import MemoryOperations
-from services.calendar import forget_calendar_user
+from services.admin.context import AdminContext
 
 #: ``forget_everything``'s count names, as the collections they were removed from.
 _COLLECTION_OF = {
@@ -48,7 +47,7 @@ STEPS = ("mem0", "memories", "calendar", "formation requests", "directory")
 
 def memory_operations(ctx: AdminContext) -> MemoryOperations:
     """The same operations object the bot builds (same cascade, same mirror)."""
-    s = ctx.services
+    s = ctx.stores
     return MemoryOperations(
         facts=s.facts,
         writer=s.writer,
@@ -62,38 +61,39 @@ def memory_operations(ctx: AdminContext) -> MemoryOperations:
 
 
 async def _calendar_counts(ctx: AdminContext, user_id: str) -> dict[str, int]:
-    """The user's calendar records, per collection."""
-    return await ctx.services.calendar.store.footprint(user_id)
+    """The user's calendar records, or {} when the calendar integration is absent."""
+    if ctx.calendar is None:
+        return {}
+    return await ctx.calendar.counts(user_id)
 
 
 async def _mem0_present(ctx: AdminContext, facts: list[Fact]) -> tuple[int, int]:
     """How many of the facts' mem0 copies mem0 still holds: (listed as present, in
     partitions that could not be listed in full, hence unverified). A copy an earlier,
     interrupted purge deleted is not listed, so it is not counted again."""
-    from integrations.mem0.admin import list_partition  # mem0's client loads only when on
-
-    index = ctx.services.semantic
+    index = ctx.mem0
     by_key: dict[str, set[str]] = {}
     for fact in facts:
         if fact.mem0_id:
             by_key.setdefault(fact.partition.key(), set()).add(fact.mem0_id)
     present = unverified = 0
     for key, ids in by_key.items():
-        listing = await list_partition(index, key) if index is not None else None
+        listing = await index.list_partition(key) if index is not None else None
         if listing is None or not listing.complete:
             unverified += len(ids)
             continue
-        present += len(ids & {e.id for e in listing.entries})
+        present += len(ids & set(listing.ids))
     return present, unverified
 
 
 async def _forget_calendar(ctx: AdminContext, user_id: str) -> None:
-    await forget_calendar_user(ctx.services.calendar, user_id)
+    if ctx.calendar is not None:
+        await ctx.calendar.forget(user_id)
 
 
 async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
     """Erase ``user_id`` entirely; returns what was removed, per collection."""
-    s = ctx.services
+    s = ctx.stores
     footprint = await ctx.queries.user_footprint(user_id)
     calendar = await _calendar_counts(ctx, user_id)
     if not any(footprint.values()) and not any(calendar.values()):

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.models import Partition, ThreadKind
+from services.admin.context import AdminContext
 
 TARGET_KINDS = ("thread", "user", "circle", "all")
 
@@ -48,7 +48,7 @@ class Target:
 
 async def _matcher(ctx: AdminContext, target: Target) -> Callable[[Partition], bool] | None:
     """A predicate over partitions, or None when the target id is unknown."""
-    directory = ctx.services.directory
+    directory = ctx.stores.directory
     tid = target.id
     if target.kind == "all":
         return lambda _: True
@@ -85,12 +85,12 @@ async def consolidate_target(ctx: AdminContext, target: Target) -> dict[str, Any
             "consolidated": 0,
             "absorbed": 0,
         }
-    groups = [g for g in await ctx.services.notes.buffered_groups() if match(g[1])]
+    groups = [g for g in await ctx.stores.notes.buffered_groups() if match(g[1])]
     await ctx.progress.phase_start("consolidating", len(groups))
     consolidated = absorbed = 0
     by_scope: dict[str, int] = {}
     for scope, partition, session_id, _count in groups:
-        report = await ctx.services.consolidation.consolidate(
+        report = await ctx.stores.consolidation.consolidate(
             scope, partition, session_id, force=True
         )
         if report is not None:

@@ -8,8 +8,8 @@ kept by ``directory.touch`` as messages are journaled. When due:
 2. the counters are reset;
 3. the job is queued with the request id as its arq id (so arq refuses a duplicate).
 
-If Redis is down, step 3 is logged and skipped: the request stays ``pending`` and the
-requeue cron queues it once Redis is back. Nothing here raises to the caller: the
+If the queue is down, step 3 is logged and skipped: the request stays ``pending`` and the
+requeue cron queues it once the queue is back. Nothing here raises to the caller: the
 user's message is already journaled, and a reply must never fail because background
 work could not be scheduled.
 """
@@ -19,16 +19,21 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from redis.exceptions import RedisError
-
-from integrations.mongo.outbox import FormationRequest, MongoOutbox, RequestKind, RequestStatus
-from jobs.queue import JobQueue
 from memory.constants import (
     FORMATION_EVERY_MESSAGES,
     FORMATION_EVERY_TOKENS,
     FORMATION_MIN_MESSAGES,
 )
-from runtime.container import Services
+from memory.job_ports import (
+    FormationRequest,
+    JobErrors,
+    JobQueue,
+    Outbox,
+    PendingCounters,
+    RequestKind,
+    RequestStatus,
+)
+from memory.ports import Clock
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +50,22 @@ class FormationTrigger:
 
     ``queue`` may be None (no Redis at all): requests then stay pending until a
     requeue (the worker's cron, or :func:`jobs.inprocess.run_due_crons`) picks them up.
+    The composition root builds it (``runtime.jobs.formation_trigger``).
     """
 
-    def __init__(self, services: Services, queue: JobQueue | None) -> None:
-        self.services = services
+    def __init__(
+        self,
+        directory: PendingCounters,
+        outbox: Outbox,
+        clock: Clock,
+        queue: JobQueue | None,
+        errors: JobErrors | None = None,
+    ) -> None:
+        self.directory = directory
+        self.outbox = outbox
+        self.clock = clock
         self.queue = queue
-        self.outbox = MongoOutbox(services.mongo.db)
+        self.errors = errors or JobErrors()
 
     async def after_message(self, thread_id: str) -> FormationRequest | None:
         """Request a formation of ``thread_id`` if one is due; the request, or None.
@@ -59,12 +74,12 @@ class FormationTrigger:
         or is waiting for Redis (``pending``). Never raises.
         """
         try:
-            messages, tokens = await self.services.directory.pending(thread_id)
+            messages, tokens = await self.directory.pending(thread_id)
             if not formation_due(messages, tokens):
                 return None
-            now = self.services.clock.now()
+            now = self.clock.now()
             request, created = await self.outbox.request(thread_id, RequestKind.FORM, now)
-            await self.services.directory.reset_pending(thread_id)
+            await self.directory.reset_pending(thread_id)
             log.info(
                 "formation requested thread=%s request=%s messages=%d tokens=%d new=%s",
                 thread_id,
@@ -84,7 +99,7 @@ class FormationTrigger:
             return request
         try:
             queued = await self.queue.enqueue_form(request.id)
-        except (RedisError, OSError) as exc:
+        except self.errors.queue_failed as exc:
             log.warning(
                 "formation request %s pending: the job queue is unreachable (%s); "
                 "the requeue cron will queue it",
@@ -96,7 +111,7 @@ class FormationTrigger:
             # Its job is already queued or running (arq refused the duplicate); keep the
             # request's queue time so the requeue cron's age check is not pushed back.
             return request
-        now = self.services.clock.now()
+        now = self.clock.now()
         try:
             await self.outbox.mark_queued(request.id, now)
         except Exception:

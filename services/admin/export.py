@@ -4,10 +4,11 @@ The export answers "what does Alfred remember that I can see?", so it is compute
 the person's own DM viewer: their DM partition, plus the circle-level memories and
 their own group memories of the circles they are an active member of. Other members'
 memories (from their DMs or the group) never appear, even in a shared circle. The
-privacy filter is inside every query (:class:`MongoAdminQueries` uses ``and_visible``),
-and every artefact is re-checked with :func:`memory.privacy.is_visible` before it is
-written (DESIGN.md §3: one function decides, exports included). Clarifications are the
-questions addressed to them. Vectors and mem0 ids are internal and left out.
+privacy filter is inside every query (the :class:`~memory.admin_ports.AdminQueries`
+adapter uses ``and_visible``), and every artefact is re-checked with
+:func:`memory.privacy.is_visible` before it is written (DESIGN.md §3: one function
+decides, exports included). Clarifications are the questions addressed to them.
+Vectors and mem0 ids are internal and left out.
 
 Format (``version`` changes when a field changes meaning or disappears)::
 
@@ -25,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.models import Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
+from services.admin.context import AdminContext
 
 EXPORT_FORMAT = "alfred-export"
 EXPORT_VERSION = 1
@@ -53,12 +54,12 @@ class ExportDocument(dict[str, Any]):
 async def dm_viewer(ctx: AdminContext, user_id: str) -> Viewer:
     """The viewer a person is in their own DM, with their circles as of now."""
     thread = Thread(id=user_id, kind=ThreadKind.DM, user_id=user_id)
-    return await ctx.services.directory.viewer(user_id, thread)
+    return await ctx.stores.directory.viewer(user_id, thread)
 
 
 async def export_user(ctx: AdminContext, user_id: str) -> ExportDocument | dict[str, Any]:
     """The export of ``user_id``, or ``{"found": False, …}`` for an unknown person."""
-    s = ctx.services
+    s = ctx.stores
     progress = ctx.progress
     await progress.phase_start("exporting", len(_SECTIONS))
     user = await s.directory.user(user_id)

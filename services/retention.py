@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from runtime.container import Services
+from memory.admin_ports import RetentionStores
 
 log = logging.getLogger(__name__)
 
@@ -24,31 +24,40 @@ class RetentionReport:
     messages_dropped: int = 0
 
 
-async def purge_circle(services: Services, circle_id: str) -> dict[str, int]:
+@dataclass
+class Retention:
+    """The stores and the two periods (days), as the composition root configures them."""
+
+    stores: RetentionStores
+    circle_days: int
+    message_days: int
+
+
+async def purge_circle(stores: RetentionStores, circle_id: str) -> dict[str, int]:
     """Delete every trace of one circle."""
-    facts = await services.facts.in_circle(circle_id)
-    deleted = await services.facts.delete([f.id for f in facts])
-    if services.mirror is not None:
-        await services.mirror.forget(deleted)
+    facts = await stores.facts.in_circle(circle_id)
+    deleted = await stores.facts.delete([f.id for f in facts])
+    if stores.mirror is not None:
+        await stores.mirror.forget(deleted)
     counts = {"facts": len(deleted)}
-    counts.update(await services.notes.delete_for_circle(circle_id))
-    counts["messages"] = await services.journal.delete_for_circle(circle_id)
-    await services.directory.delete_circle(circle_id)
+    counts.update(await stores.notes.delete_for_circle(circle_id))
+    counts["messages"] = await stores.journal.delete_for_circle(circle_id)
+    await stores.directory.delete_circle(circle_id)
     return counts
 
 
-async def apply_retention(services: Services, now: datetime) -> RetentionReport:
+async def apply_retention(retention: Retention, now: datetime) -> RetentionReport:
     """Run both duties once (idempotent: a purge interrupted halfway finishes next time)."""
-    settings = services.settings
+    stores = retention.stores
     report = RetentionReport()
-    cutoff = now - timedelta(days=settings.circle_retention_days)
-    for circle in await services.directory.archived_before(cutoff):
-        counts = await purge_circle(services, circle.id)
+    cutoff = now - timedelta(days=retention.circle_days)
+    for circle in await stores.directory.archived_before(cutoff):
+        counts = await purge_circle(stores, circle.id)
         report.circles_purged.append(circle.id)
         for key, value in counts.items():
             report.removed[key] = report.removed.get(key, 0) + value
         log.info("purged archived circle %s: %s", circle.id, counts)
-    report.messages_dropped = await services.journal.purge_formed_before(
-        now - timedelta(days=settings.message_retention_days)
+    report.messages_dropped = await stores.journal.purge_formed_before(
+        now - timedelta(days=retention.message_days)
     )
     return report

@@ -24,24 +24,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.admin.common import AdminContext
 from memory.models import Fact
+from services.admin.context import AdminContext
 
 MEM0_OFF = "mem0 is off (MEM0_MODE=off, or no MEM0_API_KEY): nothing to reconcile"
 
 
 async def reconcile_mem0(ctx: AdminContext, *, dry_run: bool = False) -> dict[str, Any]:
     """Mirror missing facts, delete orphaned copies, repair stale links; counts only."""
-    s = ctx.services
-    index = s.semantic
+    index = ctx.mem0
     progress = ctx.progress
     if index is None:
         await progress.finish("mem0 is off")
         return {"enabled": False, "message": MEM0_OFF}
-    # mem0's client (and openai's) load only when mem0 is on
-    from integrations.mem0.admin import list_partition
-    from integrations.mem0.mirror import mirror_fact
-
     q = ctx.queries
     report: dict[str, Any] = {
         "enabled": True,
@@ -61,7 +56,7 @@ async def reconcile_mem0(ctx: AdminContext, *, dry_run: bool = False) -> dict[st
 
     async def mirror(fact: Fact) -> bool:
         """Copy one fact; a failure is counted (mirroring fails soft, never raises)."""
-        ok = bool(await mirror_fact(s.facts, index, fact, s.semantic_metrics))
+        ok = await index.mirror(fact)
         report["mirror_failed"] += int(not ok)
         return ok
 
@@ -77,12 +72,12 @@ async def reconcile_mem0(ctx: AdminContext, *, dry_run: bool = False) -> dict[st
     report["partitions"] = len(keys)
     await progress.phase_start("checking mem0 partitions", len(keys))
     for key in keys:
-        listing = await list_partition(index, key)
+        listing = await index.list_partition(key)
         if listing is None:
             report["partitions_unlisted"] += 1
             await progress.advance()
             continue
-        ids = [e.id for e in listing.entries]
+        ids = list(listing.ids)
         known = await q.known_mem0_ids(ids)
         orphans = [i for i in ids if i not in known]
         report["orphans"] += len(orphans)

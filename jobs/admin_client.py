@@ -8,9 +8,10 @@ callback (the CLI draws a progress bar). Nobody has to be running a worker:
   or the bot's in-process worker), the job is left to it;
 * otherwise — or when the job is still waiting after ``start_grace`` seconds (a
   worker that just died still has a fresh health key; a busy one may take long) — the
-  client runs *that one job* itself with :func:`run_single_job`: a real arq ``Worker``
-  (same functions, ``startup``/``shutdown``, retries, result) that claims only this
-  job id, so the operator's command never picks up someone else's formation job.
+  client runs *that one job* itself with :func:`jobs.inprocess.run_single_job`: a real
+  arq ``Worker`` (same functions, ``startup``/``shutdown``, retries, result) that
+  claims only this job id, so the operator's command never picks up someone else's
+  formation job.
 
 arq claims a job atomically (its in-progress key), so a worker and the client racing
 for the same job run it once.
@@ -26,20 +27,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arq.constants import health_check_key_suffix, result_key_prefix
-from arq.jobs import Job
-from arq.worker import Worker
-
-from integrations.redis_connection import RedisHandle
+from integrations.redis.connection import RedisHandle
+from integrations.redis.progress import read_progress
+from integrations.redis.queue import JobQueue
 from jobs.admin.names import COMMANDS
-from jobs.admin.progress import Progress, progress_key, read_progress
-from jobs.config import JobsConfig, queue_name
-from jobs.queue import JobQueue, JobState, QueuePool
-from jobs.tasks import startup
-from jobs.worker import worker_options
+from jobs.inprocess import run_single_job
+from memory.admin_ports import Progress
 from memory.errors import AlfredError
+from memory.job_ports import JobState
 from runtime.container import Services
+from runtime.jobs import progress_key, queue_name
 from runtime.settings import Settings
+from services.job_config import JobsConfig
 
 ProgressCallback = Callable[[Progress | None, JobState], None]
 ServicesFactory = Callable[[], Awaitable[Services]]
@@ -95,67 +94,6 @@ def new_job_id(command: str) -> str:
     return f"admin-{command}-{uuid.uuid4().hex[:12]}"
 
 
-async def run_single_job(
-    services: Services,
-    redis: RedisHandle,
-    job_id: str,
-    *,
-    config: JobsConfig | None = None,
-    poll: float = POLL_SECONDS,
-) -> None:
-    """Run one queued job (and its retries) through a real arq worker, here.
-
-    Returns once the job is complete (or gone). The worker claims only ``job_id``; it
-    writes no health key (it is no general worker) and shares ``services``/``redis``
-    without closing them. Cancelled mid-job, arq puts the job back in the queue.
-    """
-    name = queue_name(services.settings)
-    pool = QueuePool.connect(redis.url, name, connect_timeout=5.0, timeout=None)
-    worker = Worker(
-        **worker_options(config, crons=False),
-        redis_pool=pool,
-        queue_name=name,
-        handle_signals=False,
-        max_jobs=1,
-        # never the shared key: closing must not erase a real worker's health record
-        health_check_key=f"{name}:admin-runner:{uuid.uuid4().hex}",
-        ctx={
-            "services": services,
-            "redis_handle": redis,
-            "jobs_config": config,
-            "recover_on_startup": False,
-        },
-    )
-    worker.ctx["redis"] = pool  # what arq's own main() sets before startup
-    started = False
-    try:
-        await startup(worker.ctx)
-        started = True
-        while True:
-            job = Job(job_id, pool, _queue_name=name)
-            state = await job.status()
-            if state.value in ("complete", "not_found"):
-                return
-            if state.value == "queued":
-                await worker.start_jobs([job_id.encode()])
-                task = worker.tasks.pop(job_id, None)
-                if task is not None:
-                    await task
-                    me = asyncio.current_task()
-                    if me is not None and me.cancelling():
-                        # We were cancelled while awaiting the job: the cancellation went
-                        # into it, arq caught it and put the job back, and ``await task``
-                        # returned normally. Stop here instead of running the job again.
-                        raise asyncio.CancelledError
-                    continue
-            await asyncio.sleep(poll)  # deferred (a retry's back-off), or running elsewhere
-    finally:
-        if started:
-            await worker.close()  # runs shutdown (closes nothing it was given)
-        else:
-            await pool.aclose()
-
-
 class AdminClient:
     """Enqueue admin jobs on a deployment's queue, wait for them, fetch their results."""
 
@@ -190,7 +128,7 @@ class AdminClient:
 
     async def worker_alive(self) -> bool:
         """Whether a worker on this queue wrote its health key lately (arq: every 60 s)."""
-        return bool(await self.redis.client.exists(self.name + health_check_key_suffix))
+        return await self.queue.worker_alive()
 
     async def progress(self, job_id: str) -> Progress | None:
         return await read_progress(self.redis.client, progress_key(self.settings, job_id))
@@ -256,7 +194,7 @@ class AdminClient:
             # The job's result is written before the runner has closed its worker: let it
             # finish closing (a crash of the runner itself is re-raised here).
             await runner
-        info = await Job(job_id, self.queue.pool, _queue_name=self.name).result_info()
+        info = await self.queue.result_info(job_id)
         if info is None:
             raise UnknownJob(job_id)
         return JobOutcome(job_id, info.function, info.success, info.result, runner is not None)
@@ -264,9 +202,7 @@ class AdminClient:
     async def forget(self, job_id: str) -> None:
         """Drop a finished job's result and progress from Redis (an export's result holds
         a person's memories: it should not outlive its delivery)."""
-        await self.redis.client.delete(
-            result_key_prefix + job_id, progress_key(self.settings, job_id)
-        )
+        await self.queue.forget(job_id, progress_key(self.settings, job_id))
 
     async def close(self) -> None:
         await self.queue.close()

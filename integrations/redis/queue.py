@@ -2,7 +2,8 @@
 
 arq is in maintenance mode upstream (DESIGN.md §7), so everything that touches its
 internals is here and in :mod:`jobs.worker` / :mod:`jobs.inprocess`; the trigger and
-the duties only call :class:`JobQueue`. Swapping the queue means rewriting these.
+the duties only call the :class:`memory.job_ports.JobQueue` port this implements.
+Swapping the queue means rewriting these.
 
 A formation job's arq id is the outbox request id, so arq itself refuses a second job
 for the same request while one is queued, running, or its result is kept.
@@ -10,29 +11,29 @@ for the same request while one is queued, running, or its result is kept.
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import cast
+from typing import Any, Final, cast
 
 from arq.connections import ArqRedis
-from arq.constants import in_progress_key_prefix, result_key_prefix
-from arq.jobs import Job, JobStatus
+from arq.constants import health_check_key_suffix, in_progress_key_prefix, result_key_prefix
+from arq.jobs import Job, JobResult, JobStatus
+from redis.exceptions import BusyLoadingError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from jobs.config import FORM_THREAD
+from memory.job_ports import JobState
 
+#: arq function names: the queue stores these strings, so they are part of the format.
+FORM_THREAD: Final = "form_thread"
+CONSOLIDATE: Final = "consolidate"
+COLD_SESSIONS: Final = "cold_sessions"
+REQUEUE_OUTBOX: Final = "requeue_outbox"
 
-class JobState(StrEnum):
-    """arq's view of one job id (its own ``JobStatus``, re-exported without arq)."""
-
-    QUEUED = "queued"
-    DEFERRED = "deferred"
-    IN_PROGRESS = "in_progress"
-    COMPLETE = "complete"
-    NOT_FOUND = "not_found"
-
-    @property
-    def live(self) -> bool:
-        """A job that will still run (or is running)."""
-        return self in (JobState.QUEUED, JobState.DEFERRED, JobState.IN_PROGRESS)
+#: Redis failures that mean "down or slow": the duties retry them with back-off.
+TRANSIENT_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, BusyLoadingError)
+#: The queue cannot be reached: a request stays pending for the requeue cron.
+UNREACHABLE_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError)
+#: Any failure to enqueue (the trigger never lets one reach a reply).
+ENQUEUE_ERRORS: Final = (RedisError, OSError)
 
 
 _STATES = {
@@ -121,6 +122,26 @@ class JobQueue:
 
     async def queued_count(self) -> int:
         return int(await self.pool.zcard(self.name))
+
+    async def worker_alive(self) -> bool:
+        """Whether a worker on this queue wrote its health key lately (arq: every 60 s)."""
+        return bool(await self.pool.exists(self.name + health_check_key_suffix))
+
+    async def queue_stats(self, own_job: str | None) -> dict[str, Any]:
+        """Depth (queued, deferred and running jobs, not counting ``own_job``: the stats job
+        itself stays in arq's queue while it runs) and whether a worker is alive."""
+        depth = int(await self.pool.zcard(self.name))
+        if own_job is not None and await self.pool.zscore(self.name, own_job) is not None:
+            depth -= 1
+        return {"name": self.name, "depth": depth, "worker_alive": await self.worker_alive()}
+
+    async def result_info(self, job_id: str) -> JobResult | None:
+        """A finished job's kept result (function, success, result), or None."""
+        return await Job(job_id, self.pool, _queue_name=self.name).result_info()
+
+    async def forget(self, job_id: str, *keys: str) -> None:
+        """Drop a job's kept result and any ``keys`` of its own (its progress hash)."""
+        await self.pool.delete(result_key_prefix + job_id, *keys)
 
     async def close(self) -> None:
         if self._owns_pool:

@@ -1,22 +1,31 @@
-"""Connecting to Redis for the job queue: the configured URL, or the embedded server.
+"""An open Redis client for the job queue, checked with PING.
 
-Like the database, the embedded server is shared by every Alfred process using the same
-data folder and stops when the last of them lets go.
+Where the server is (the configured URL, or the embedded server Alfred shares between
+its processes) is decided by the composition root (:func:`runtime.connections.open_redis`);
+this adapter opens the client on the URL it is given and translates the driver's
+failures into :mod:`memory.errors`. Like the database, the embedded server is shared
+by every Alfred process using the same data folder and stops when the last of them
+lets go (the handle releases its lease on close).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import AuthenticationError, RedisError
 
+from integrations.modes import Mode
 from integrations.mongo.connection import redact
 from memory.errors import ConfigurationError, Unavailable
-from runtime.embedded import EmbeddedLease
-from runtime.endpoints import resolve_endpoint
-from runtime.settings import Mode, Settings
+
+
+class ServerLease(Protocol):
+    """A hold on a shared embedded server, let go of when the handle closes."""
+
+    def release(self) -> None: ...
 
 
 @dataclass
@@ -27,7 +36,7 @@ class RedisHandle:
     url: str
     mode: Mode
     url_for_display: str
-    lease: EmbeddedLease | None = None
+    lease: ServerLease | None = None
     _closed: bool = field(default=False, repr=False)
 
     async def close(self) -> None:
@@ -40,12 +49,11 @@ class RedisHandle:
             await asyncio.to_thread(self.lease.release)
 
 
-async def connect_redis(settings: Settings, *, ping_timeout: float = 5.0) -> RedisHandle:
-    """Open the job-queue Redis and check that it answers PING."""
-    endpoint = await resolve_endpoint(
-        "redis", settings.redis_url, settings, port=settings.embedded_redis_port
-    )
-    url, mode, lease = endpoint.url, endpoint.mode, endpoint.lease
+async def connect_redis(
+    url: str, *, mode: Mode, lease: ServerLease | None = None, ping_timeout: float = 5.0
+) -> RedisHandle:
+    """Open a client on ``url`` and check that it answers PING (the lease, if any, is
+    released when this fails)."""
     try:
         client = Redis.from_url(
             url, socket_timeout=ping_timeout, socket_connect_timeout=ping_timeout

@@ -9,7 +9,8 @@ The token starts with the arq job id, so the requeue cron can tell a live job (i
 is held under its id) from an orphan (arq still says "in progress", the lock is gone).
 
 :class:`LocalThreadLocks` is the same contract inside one process, for simulations and
-replays that run the duties without Redis.
+replays that run the duties without Redis. Both implement
+:class:`memory.job_ports.ThreadLocks`.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+
+from memory.job_ports import Lease, LockBusy, LockLost
 
 log = logging.getLogger(__name__)
 
@@ -39,43 +41,6 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-
-
-class LockBusy(Exception):
-    """Another job holds the thread's formation lock."""
-
-    def __init__(self, thread_id: str) -> None:
-        super().__init__(f"thread {thread_id} is being formed by another job")
-        self.thread_id = thread_id
-
-
-class LockLost(Exception):
-    """The lock lapsed while the job ran (Redis restarted, or renewals failed)."""
-
-
-class Lease(Protocol):
-    """A held lock."""
-
-    @property
-    def lost(self) -> bool:
-        """True once the lock may be held by someone else: stop before the next batch."""
-        ...
-
-    def check(self) -> None:
-        """Raise :class:`LockLost` if the lock was lost."""
-        ...
-
-
-class ThreadLocks(Protocol):
-    """Per-thread mutual exclusion for formation."""
-
-    def hold(self, thread_id: str, owner: str) -> contextlib.AbstractAsyncContextManager[Lease]:
-        """Hold the thread's lock for the block; raises :class:`LockBusy` if taken."""
-        ...
-
-    async def holder(self, thread_id: str) -> str | None:
-        """The current token (``"<owner>:<random>"``), or None when free."""
-        ...
 
 
 class _Lease:

@@ -12,6 +12,9 @@ down raises :class:`Transient` with a back-off; :mod:`jobs.tasks` turns both int
 retries. Formation itself is idempotent (facts unique per partition and content hash,
 reflection ids derived from the batch, messages marked formed last), so running a
 request twice — after a crash, a lost lock or a duplicate job — duplicates nothing.
+
+Everything outside the domain is a port of :mod:`memory.job_ports` (outbox, locks,
+queue, observer), wired by the composition root (:mod:`runtime.jobs`).
 """
 
 from __future__ import annotations
@@ -25,44 +28,30 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
-from redis.asyncio import Redis
-from redis.exceptions import BusyLoadingError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
-from integrations.mongo.outbox import (
+from memory.consolidation import ConsolidationService
+from memory.constants import FORMATION_MIN_MESSAGES
+from memory.errors import RateLimited
+from memory.formation import FormationReport, FormationService
+from memory.job_ports import (
+    FormationDirectory,
+    FormationObserver,
     FormationRequest,
-    MongoOutbox,
+    JobErrors,
+    JobQueue,
+    JobState,
+    Lease,
+    LockBusy,
+    Outbox,
     RequestKind,
     RequestStatus,
+    ThreadLocks,
     describe_error,
 )
-from jobs.config import JobsConfig, lock_prefix
-from jobs.locks import Lease, LocalThreadLocks, LockBusy, LockLost, RedisThreadLocks, ThreadLocks
-from jobs.queue import JobQueue, JobState
-from memory.constants import FORMATION_MIN_MESSAGES
-from memory.errors import RateLimited, Unavailable
-from memory.formation import FormationReport, FormationService
 from memory.models import Partition, ReflectionScope, Thread, ThreadKind
-from runtime.container import Services
-from runtime.metrics import record_formation
+from memory.ports import Clock
+from services.job_config import JobsConfig
 
 log = logging.getLogger(__name__)
-
-#: Exceptions that mean "a dependency is down or slow": retry later, never give up at once.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    Unavailable,
-    ConnectionFailure,  # pymongo: AutoReconnect, NetworkTimeout, ServerSelectionTimeoutError
-    ExecutionTimeout,
-    WTimeoutError,
-    RedisConnectionError,
-    RedisTimeoutError,
-    BusyLoadingError,
-    ConnectionError,
-    TimeoutError,
-    LockLost,
-)
 
 
 class MoreLeft(Exception):
@@ -84,43 +73,37 @@ class Transient(Exception):
         self.cause = cause
 
 
-def transient_delay(exc: BaseException, job_try: int, config: JobsConfig) -> float | None:
+def transient_delay(
+    exc: BaseException, job_try: int, config: JobsConfig, errors: JobErrors
+) -> float | None:
     """The back-off for a retryable failure, or None when retrying would not help."""
     if isinstance(exc, RateLimited) and exc.retry_after:
         return max(float(exc.retry_after), config.retry_base)
-    if isinstance(exc, TRANSIENT_ERRORS):
+    if isinstance(exc, errors.transient):
         return config.backoff(job_try)
     return None
 
 
 @dataclass
 class JobsRuntime:
-    """What the duties need: the services, the outbox, locks, tunables and (when jobs
-    run through a queue) the queue. Without a queue, duties do their work inline."""
+    """What the duties need: the domain services they drive, the directory, the outbox,
+    locks, tunables and (when jobs run through a queue) the queue. Without a queue,
+    duties do their work inline. The composition root builds it (``runtime.jobs``)."""
 
-    services: Services
-    outbox: MongoOutbox
+    formation: FormationService
+    consolidation: ConsolidationService
+    directory: FormationDirectory
+    clock: Clock
+    outbox: Outbox
     locks: ThreadLocks
     config: JobsConfig
     queue: JobQueue | None = None
+    observer: FormationObserver | None = None
+    errors: JobErrors = field(default_factory=JobErrors)
 
-    @classmethod
-    def build(
-        cls,
-        services: Services,
-        *,
-        redis: Redis | None = None,
-        queue: JobQueue | None = None,
-        config: JobsConfig | None = None,
-    ) -> JobsRuntime:
-        """Redis locks when a Redis client is given, in-process locks otherwise."""
-        config = config or JobsConfig()
-        locks: ThreadLocks
-        if redis is not None:
-            locks = RedisThreadLocks(redis, lock_prefix(services.settings), config.lock_ttl)
-        else:
-            locks = LocalThreadLocks()
-        return cls(services, MongoOutbox(services.mongo.db), locks, config, queue)
+    def transient_delay(self, exc: BaseException, job_try: int) -> float | None:
+        """The back-off for a retryable failure of one of these duties, or None."""
+        return transient_delay(exc, job_try, self.config, self.errors)
 
 
 # --- forming a backlog --------------------------------------------------------------
@@ -157,6 +140,7 @@ async def form_backlog(
     *,
     min_messages: int = FORMATION_MIN_MESSAGES,
     deadline: float | None = None,
+    observer: FormationObserver | None = None,
 ) -> BacklogReport:
     """Form batch after batch until fewer than ``min_messages`` user messages are left
     (they stay for later, never dropped) or the ``deadline`` (monotonic) passes."""
@@ -165,7 +149,8 @@ async def form_backlog(
     while True:
         lease.check()
         report = await formation.form_thread(thread_id, min_messages=min_messages)
-        record_formation(report)
+        if observer is not None:
+            observer.record_formation(report)
         if report.skipped:
             total.stopped = report.skipped
             return total
@@ -224,7 +209,6 @@ async def process_request(
     time budget ran out before the backlog did, :class:`Transient` when a dependency
     failed (the request stays open, with ``last_error``).
     """
-    services = rt.services
     owner = job_id or f"inline-{uuid.uuid4().hex}"
     inline = rt.queue is None
     try:
@@ -237,7 +221,7 @@ async def process_request(
                 "skipped",
             )
         async with rt.locks.hold(request.thread_id, owner) as lease:
-            await rt.outbox.begin(request.id, services.clock.now())
+            await rt.outbox.begin(request.id, rt.clock.now())
             # Inline runs have no job timeout to respect: they finish the backlog.
             deadline = None if inline else time.monotonic() + rt.config.form_budget
             outcome = await _run_locked(rt, request, lease, deadline)
@@ -249,7 +233,7 @@ async def process_request(
     except Exception as exc:
         with contextlib.suppress(Exception):
             await rt.outbox.note_error(request_id, exc)
-        delay = transient_delay(exc, job_try, rt.config)
+        delay = rt.transient_delay(exc, job_try)
         if delay is None:
             raise
         log.warning(
@@ -261,43 +245,42 @@ async def process_request(
 async def _run_locked(
     rt: JobsRuntime, request: FormationRequest, lease: Lease, deadline: float | None
 ) -> RequestOutcome:
-    services = rt.services
     outcome = RequestOutcome(request.id, request.thread_id, request.kind.value, "done")
     outcome.backlog = await form_backlog(
-        services.formation, request.thread_id, lease, deadline=deadline
+        rt.formation, request.thread_id, lease, deadline=deadline, observer=rt.observer
     )
     if outcome.backlog.more_left:
         # The request stays open: the same job runs again (crash-safe, nothing to hand over).
         outcome.status = "continued"
         return outcome
     if request.kind is RequestKind.COLD:
-        thread = await services.directory.thread(request.thread_id)
+        thread = await rt.directory.thread(request.thread_id)
         if thread is not None and request.session_id is not None:
             lease.check()
-            report = await services.consolidation.consolidate(
+            report = await rt.consolidation.consolidate(
                 ReflectionScope.SESSION, session_partition(thread), request.session_id, force=True
             )
             outcome.consolidated += int(report is not None)
-            await services.directory.close_session(thread.id, request.session_id)
+            await rt.directory.close_session(thread.id, request.session_id)
             outcome.session_closed = True
             if outcome.backlog.formations:
-                await services.directory.reset_pending(thread.id)
+                await rt.directory.reset_pending(thread.id)
     lease.check()
-    outcome.consolidated += len(await services.consolidation.consolidate_due())
-    await rt.outbox.mark_done(request.id, services.clock.now(), outcome.as_dict())
+    outcome.consolidated += len(await rt.consolidation.consolidate_due())
+    await rt.outbox.mark_done(request.id, rt.clock.now(), outcome.as_dict())
     return outcome
 
 
 async def _enqueue(
     rt: JobsRuntime, request_id: str, status: RequestStatus = RequestStatus.PENDING
 ) -> bool:
-    """Queue a request's job and record it; False (and logged) when Redis is down: the
-    request stays pending and the requeue cron queues it later. A request already
+    """Queue a request's job and record it; False (and logged) when the queue is down:
+    the request stays pending and the requeue cron queues it later. A request already
     ``queued`` whose job arq still holds keeps its queue time (the requeue age)."""
     assert rt.queue is not None
     try:
         queued = await rt.queue.enqueue_form(request_id)
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except rt.errors.queue_down as exc:
         log.warning(
             "formation request %s kept pending: the job queue is unreachable (%s)",
             request_id,
@@ -306,7 +289,7 @@ async def _enqueue(
         return False
     if queued or status is RequestStatus.PENDING:
         # Queued now, or its job existed while the outbox still said pending.
-        await rt.outbox.mark_queued(request_id, rt.services.clock.now())
+        await rt.outbox.mark_queued(request_id, rt.clock.now())
     return True
 
 
@@ -326,10 +309,9 @@ class ColdReport:
 async def cold_sessions(rt: JobsRuntime, now: datetime | None = None) -> ColdReport:
     """Give every thread whose session went cold a ``cold`` request; queue it (or, with
     no queue, run it here)."""
-    services = rt.services
-    now = now or services.clock.now()
+    now = now or rt.clock.now()
     report = ColdReport()
-    for thread, session_id in await services.directory.cold_threads(now):
+    for thread, session_id in await rt.directory.cold_threads(now):
         report.cold += 1
         request, _ = await rt.outbox.request(
             thread.id, RequestKind.COLD, now, session_id=session_id
@@ -362,8 +344,7 @@ class RequeueReport:
 async def requeue_outbox(rt: JobsRuntime, now: datetime | None = None) -> RequeueReport:
     """Open requests older than ``requeue_after`` with no live job are queued again (run
     inline without a queue); then orphans of killed workers are released."""
-    services = rt.services
-    now = now or services.clock.now()
+    now = now or rt.clock.now()
     report = RequeueReport()
     cutoff = now - timedelta(seconds=rt.config.requeue_after)
     for request in await rt.outbox.due_for_requeue(cutoff):
@@ -390,7 +371,7 @@ async def requeue_outbox(rt: JobsRuntime, now: datetime | None = None) -> Requeu
             if state is JobState.COMPLETE:
                 await rt.queue.forget_result(request.id)  # a failed run's result
             await rt.queue.enqueue_form(request.id)
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        except rt.errors.queue_down as exc:
             log.warning("requeue skipped: the job queue is unreachable (%s)", type(exc).__name__)
             report.unreachable = True
             return report
@@ -444,5 +425,5 @@ async def consolidate_now(
     force: bool = True,
 ) -> dict[str, Any] | None:
     """Consolidate one (scope, partition[, session]) now (the operator's job)."""
-    report = await rt.services.consolidation.consolidate(scope, partition, session_id, force=force)
+    report = await rt.consolidation.consolidate(scope, partition, session_id, force=force)
     return None if report is None else {**asdict(report), "scope": report.scope.value}

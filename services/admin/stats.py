@@ -13,29 +13,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from arq.constants import health_check_key_suffix
-from redis.asyncio import Redis
-
-from jobs.admin.common import AdminContext
-from jobs.config import queue_name
+from services.admin.context import AdminContext
 
 #: Partitions listed by ``stats`` (the largest first); the rest are only counted.
 TOP_PARTITIONS = 20
 
 
-async def queue_stats(redis: Redis | None, name: str, own_job: str | None) -> dict[str, Any]:
+async def queue_stats(ctx: AdminContext, own_job: str | None) -> dict[str, Any]:
     """Depth (queued, deferred and running jobs, not counting ``own_job``: the stats job
-    itself stays in arq's queue while it runs) and whether a worker wrote its health key."""
-    if redis is None:
-        return {"name": name, "depth": None, "worker_alive": None}
-    depth = int(await redis.zcard(name))
-    if own_job is not None and await redis.zscore(name, own_job) is not None:
-        depth -= 1
-    return {
-        "name": name,
-        "depth": depth,
-        "worker_alive": bool(await redis.exists(name + health_check_key_suffix)),
-    }
+    itself stays in the queue while it runs) and whether a worker is alive; unknown
+    without a queue."""
+    if ctx.queue is None:
+        return {"name": ctx.queue_name, "depth": None, "worker_alive": None}
+    return await ctx.queue.queue_stats(own_job)
 
 
 def _plain(value: Any) -> Any:
@@ -50,15 +40,11 @@ def _plain(value: Any) -> Any:
 
 
 async def collect_stats(
-    ctx: AdminContext,
-    redis: Redis | None = None,
-    *,
-    own_job: str | None = None,
-    top: int = TOP_PARTITIONS,
+    ctx: AdminContext, *, own_job: str | None = None, top: int = TOP_PARTITIONS
 ) -> dict[str, Any]:
-    """Every figure ``alfred admin stats`` prints (``redis``: the queue's, for its depth;
+    """Every figure ``alfred admin stats`` prints (the queue's depth from ``ctx.queue``;
     ``top``: how many partitions to list)."""
-    s = ctx.services
+    s = ctx.stores
     q = ctx.queries
     steps = 6
     await ctx.progress.phase_start("counting", steps)
@@ -73,7 +59,7 @@ async def collect_stats(
     partitions = await q.partition_counts(top)
     await ctx.progress.advance()
     runs = await q.job_runs()
-    queue = await queue_stats(redis, queue_name(s.settings), own_job)
+    queue = await queue_stats(ctx, own_job)
     await ctx.progress.finish()
     report: dict[str, Any] = _plain(
         {
@@ -88,7 +74,7 @@ async def collect_stats(
             "by_partition": partitions,
             "queue": queue,
             "job_runs": runs,
-            "mem0": "on" if s.semantic is not None else "off",
+            "mem0": "on" if ctx.mem0 is not None else "off",
         }
     )
     return report
