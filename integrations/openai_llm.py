@@ -41,8 +41,7 @@ from memory.llm import (
     ToolSpec,
     Usage,
 )
-from runtime.logs import sensitive
-from runtime.settings import Settings
+from memory.sensitive import sensitive
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +131,7 @@ class OpenAILLM:
         """Wrap ``client``; its own retries are switched off (a copy, the original is kept).
 
         ``sleep`` is injectable so tests can observe backoff delays. ``owns_client``
-        makes :meth:`aclose` close the client (true when built by :meth:`from_settings`).
+        makes :meth:`aclose` close the client (true when built by :meth:`for_endpoint`).
         """
         self._client = client.with_options(max_retries=0, timeout=timeout)
         self._models = {
@@ -150,25 +149,31 @@ class OpenAILLM:
         self._json_mode = True
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, retry: RetryPolicy | None = None) -> OpenAILLM:
-        """The adapter for ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` and the three models.
+    def for_endpoint(
+        cls,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        fast_model: str,
+        slow_model: str,
+        chat_model: str,
+        timeout: float,
+        retry: RetryPolicy | None = None,
+    ) -> OpenAILLM:
+        """The adapter for an OpenAI-compatible endpoint and its three models.
 
         A missing key is sent as a placeholder: local OpenAI-compatible servers often
         need none, and a real endpoint answers 401, reported as :class:`Unavailable`.
         """
-        api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         client = AsyncOpenAI(
-            api_key=api_key or "unset",
-            base_url=settings.openai_base_url,
-            timeout=settings.llm_timeout,
-            max_retries=0,
+            api_key=api_key or "unset", base_url=base_url, timeout=timeout, max_retries=0
         )
         return cls(
             client,
-            fast_model=settings.llm_fast_model,
-            slow_model=settings.llm_slow_model,
-            chat_model=settings.llm_chat_model,
-            timeout=settings.llm_timeout,
+            fast_model=fast_model,
+            slow_model=slow_model,
+            chat_model=chat_model,
+            timeout=timeout,
             retry=retry,
             owns_client=True,
         )

@@ -35,7 +35,7 @@ from jobs.inprocess import run_single_job
 from memory.admin_ports import Progress
 from memory.errors import AlfredError
 from memory.job_ports import JobState
-from runtime.container import Services
+from runtime.bundle import Services
 from runtime.jobs import progress_key, queue_name
 from runtime.settings import Settings
 from services.job_config import JobsConfig

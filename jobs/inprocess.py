@@ -37,7 +37,7 @@ from integrations.redis.queue import (
 )
 from jobs.tasks import startup
 from jobs.worker import worker_options
-from runtime.container import Services
+from runtime.bundle import Services
 from runtime.jobs import jobs_runtime, queue_name
 from services.formation_duties import Transient, cold_sessions, process_request, requeue_outbox
 from services.job_config import JobsConfig

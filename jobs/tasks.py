@@ -26,8 +26,9 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from memory.job_ports import LockBusy
 from memory.models import Partition, ReflectionScope
+from runtime.bundle import Services
 from runtime.connections import open_redis
-from runtime.container import Services, build_services
+from runtime.container import build_services
 from runtime.health import start_health_server
 from runtime.jobs import jobs_runtime, queue_name
 from runtime.logs import configure_logging

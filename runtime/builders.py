@@ -15,12 +15,31 @@ from integrations.mem0.cloud import Mem0CloudIndex
 from integrations.mem0.common import OSS_EMBED_TIMEOUT_S
 from integrations.mem0.oss import Mem0OssIndex
 from memory.errors import ConfigurationError
+from memory.llm import LLM
 from memory.ports import Embedder
 from memory.semantic import SemanticIndex
-from runtime.settings import Mode, Settings
+from runtime.settings import EmbeddingSettings, LLMSettings, Mode, Settings
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_llm(settings: LLMSettings) -> LLM:
+    """The OpenAI-compatible provider when a key is set, the offline rules otherwise."""
+    if settings.openai_api_key is None:
+        from integrations.offline_llm import OfflineLLM
+
+        return OfflineLLM()
+    from integrations.openai_llm import OpenAILLM
+
+    return OpenAILLM.for_endpoint(
+        api_key=settings.openai_api_key.get_secret_value(),
+        base_url=settings.openai_base_url,
+        fast_model=settings.llm_fast_model,
+        slow_model=settings.llm_slow_model,
+        chat_model=settings.llm_chat_model,
+        timeout=settings.llm_timeout,
+    )
+
+
+def build_embedder(settings: EmbeddingSettings) -> Embedder:
     """The configured :class:`memory.ports.Embedder`; loading model weights stays lazy."""
     if settings.embeddings_mode is Mode.CONFIGURED:
         from integrations.openai_embedder import OpenAIEmbedder

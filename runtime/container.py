@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from integrations.mem0.mirror import Mem0Mirror
 from integrations.mongo.admin import MongoAdminQueries
@@ -36,64 +35,17 @@ from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
+from runtime.builders import build_embedder, build_llm
+from runtime.bundle import Services
 from runtime.calendar import build_calendar
 from runtime.connections import open_mongo
 from runtime.settings import Mode, Settings
-from services.calendar import CalendarFeature, CalendarForReply
+from services.calendar import CalendarForReply
 from services.membership import Membership
 from services.reply.assistant import AfterMessage, Assistant
 from services.reply.deps import ReplyDeps
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Services:
-    """Everything an entry point needs, built once and closed once."""
-
-    settings: Settings
-    clock: Clock
-    mongo: MongoHandle
-    capabilities: Capabilities
-    embedder: Embedder
-    llm: LLM
-    facts: MongoFactStore
-    directory: MongoDirectory
-    journal: MongoJournal
-    notes: MongoNotes
-    writer: FactWriter
-    retriever: Retriever
-    formation: FormationService
-    consolidation: ConsolidationService
-    always: AlwaysInContext
-    #: The calendar use cases' bundle (it reports itself when calendars are not set up).
-    calendar: CalendarFeature
-    outbox: MongoOutbox
-    admin_queries: MongoAdminQueries
-    search_backend: str
-    warnings: list[str] = field(default_factory=list)
-    semantic: SemanticIndex | None = None
-    semantic_metrics: SemanticMetrics | None = None
-    mirror: Mem0Mirror | None = None
-
-    async def aclose(self) -> None:
-        await self.retriever.drain()
-        for part in (self.llm, self.semantic):
-            close = getattr(part, "aclose", None)
-            if close is not None:
-                await close()
-        await self.mongo.close()
-
-
-def build_llm(settings: Settings) -> LLM:
-    """The OpenAI-compatible provider when a key is set, the offline rules otherwise."""
-    if settings.openai_api_key is not None:
-        from integrations.openai_llm import OpenAILLM
-
-        return OpenAILLM.from_settings(settings)
-    from integrations.offline_llm import OfflineLLM
-
-    return OfflineLLM()
 
 
 async def choose_search_backend(
@@ -123,8 +75,6 @@ async def build_services(
     llm: LLM | None = None,
 ) -> Services:
     """Connect and assemble; the caller must ``await services.aclose()``."""
-    from runtime.builders import build_embedder
-
     clock = clock or SystemClock()
     embedder = embedder or build_embedder(settings)
     llm = llm or build_llm(settings)

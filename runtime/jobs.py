@@ -20,7 +20,7 @@ from integrations.redis.queue import ENQUEUE_ERRORS, UNREACHABLE_ERRORS
 from integrations.redis.queue import TRANSIENT_ERRORS as QUEUE_ERRORS
 from memory.admin_ports import Mem0Maintenance, QueueStats
 from memory.job_ports import JobErrors, JobQueue, ThreadLocks
-from runtime.container import Services
+from runtime.bundle import Services
 from runtime.metrics import ProcessMetrics
 from runtime.settings import Settings
 from services.admin.context import AdminContext

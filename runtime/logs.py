@@ -43,6 +43,8 @@ from typing import IO, Any, Final
 
 from pythonjsonlogger.json import JsonFormatter
 
+from memory.sensitive import Sensitive, sensitive
+
 REDACTED: Final = "[redacted]"
 
 #: Extra-field names that hold user or memory text. A name ending in ``_text`` or
@@ -76,26 +78,6 @@ _RECORD_ATTRS: Final = frozenset(
 QUIET_LOGGERS: Final = ("httpx", "httpcore", "openai", "pymongo", "apscheduler", "aiohttp.access")
 
 _HANDLER_NAME: Final = "alfred-json"
-
-
-class Sensitive:
-    """A value that may appear in DEBUG logs only; renders as ``[redacted]`` at INFO+."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-def sensitive(value: object) -> Sensitive:
-    """Mark a log argument as content: ``log.debug("text %s", sensitive(text))``."""
-    return Sensitive(value)
 
 
 def is_sensitive_key(key: str) -> bool:

@@ -42,9 +42,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from memory.semantic import SemanticMetrics
+from runtime.metric_families import MetricFamilies, declare_families
 
 if TYPE_CHECKING:
     from memory.formation import FormationReport
@@ -53,31 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds. Dense below 500 ms (the retrieval budget, DESIGN.md §6) so p50/p95/p99
-#: interpolate well where it matters; a few wide buckets above catch the stragglers.
-LATENCY_BUCKETS: Final = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.25,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-)
-#: Seconds. Background jobs run from milliseconds (a cron with nothing to do) to minutes
-#: (a formation with three LLM calls, a re-embed of a large user).
-JOB_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-#: Memories formed by one formation; a Fibonacci-ish spread over what a formation yields.
-COUNT_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0)
 #: How long a scrape waits for one refresh callback (queue depth, pings) before giving up.
 REFRESH_TIMEOUT_S: Final = 1.0
 
@@ -134,7 +110,7 @@ def _delta(now: int, before: int) -> int:
     return now - before if now >= before else now
 
 
-class AlfredMetrics:
+class AlfredMetrics(MetricFamilies):
     """Every Alfred metric, in its own registry, plus helpers that record domain results.
 
     One instance per process is the norm (:func:`get_metrics`); tests build their own.
@@ -142,182 +118,7 @@ class AlfredMetrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        reg = self.registry
-        # --- liveness of dependencies, refreshed at scrape time -----------------------
-        self.up = Gauge(
-            "alfred_up",
-            "1 when the component answered its last ping (refreshed at every scrape), else 0",
-            ["component"],
-            registry=reg,
-        )
-        # --- mem0 ---------------------------------------------------------------------
-        self.mem0_latency = Histogram(
-            "alfred_mem0_latency_seconds",
-            "Latency of completed mem0 retrieval-leg calls",
-            buckets=LATENCY_BUCKETS,
-            registry=reg,
-        )
-        self.mem0_latency_window = Gauge(
-            "alfred_mem0_latency_window_seconds",
-            "Percentiles of the last mem0 latency samples kept in process (SemanticMetrics)",
-            ["quantile"],
-            registry=reg,
-        )
-        self.mem0_searches = Counter(
-            "alfred_mem0_searches", "mem0 retrieval-leg calls", registry=reg
-        )
-        self.mem0_timeouts = Counter(
-            "alfred_mem0_timeouts", "mem0 leg calls that ran out of time", registry=reg
-        )
-        self.mem0_errors = Counter(
-            "alfred_mem0_errors", "Failed mem0 calls (search, add or delete)", registry=reg
-        )
-        self.mem0_fallbacks = Counter(
-            "alfred_mem0_fallbacks",
-            "mem0 leg calls that contributed nothing: retrieval fell back to local search",
-            registry=reg,
-        )
-        self.mem0_partial = Counter(
-            "alfred_mem0_partial",
-            "mem0 leg calls where some partition searches failed and others answered",
-            registry=reg,
-        )
-        self.mem0_hits = Counter("alfred_mem0_hits", "Facts mem0 contributed", registry=reg)
-        self.mem0_dropped = Counter(
-            "alfred_mem0_dropped",
-            "mem0 hits dropped: unknown locally, or foreign (failed the privacy re-check)",
-            ["reason"],
-            registry=reg,
-        )
-        self.mem0_writes = Counter(
-            "alfred_mem0_writes", "Facts mirrored to mem0, by outcome", ["outcome"], registry=reg
-        )
-        self.mem0_deletes = Counter(
-            "alfred_mem0_deletes", "mem0 copies deleted (forget cascade)", registry=reg
-        )
-        # --- retrieval ----------------------------------------------------------------
-        self.retrieval_requests = Counter(
-            "alfred_retrieval_requests",
-            "Retrievals that searched (the heuristic asked for facts)",
-            registry=reg,
-        )
-        self.retrieval_hits = Counter(
-            "alfred_retrieval_hits", "Retrievals that found at least one fact", registry=reg
-        )
-        self.retrieval_skipped = Counter(
-            "alfred_retrieval_skipped",
-            "Messages for which the heuristic skipped fact retrieval",
-            registry=reg,
-        )
-        self.retrieval_hit_rate = Gauge(
-            "alfred_retrieval_hit_rate",
-            "Hits / requests since the process started (use the counters for windows)",
-            registry=reg,
-        )
-        self.retrieval_facts = Histogram(
-            "alfred_retrieval_facts",
-            "Facts returned per retrieval",
-            buckets=(0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 15.0),
-            registry=reg,
-        )
-        self.retrieval_latency = Histogram(
-            "alfred_retrieval_seconds",
-            "End-to-end retrieval latency (budget 500 ms)",
-            buckets=LATENCY_BUCKETS,
-            registry=reg,
-        )
-        self.retrieval_leg_latency = Histogram(
-            "alfred_retrieval_leg_seconds",
-            "Latency of one retrieval step: prepare, embed, dense, keyword, mem0",
-            ["leg"],
-            buckets=LATENCY_BUCKETS,
-            registry=reg,
-        )
-        self.retrieval_leg_failures = Counter(
-            "alfred_retrieval_leg_failures",
-            "Retrieval legs that did not answer, by reason (timeout, error, skipped)",
-            ["leg", "reason"],
-            registry=reg,
-        )
-        # --- formation ----------------------------------------------------------------
-        self.formations = Counter(
-            "alfred_formations",
-            "Formations by outcome: formed, partial (a step failed) or skipped",
-            ["outcome"],
-            registry=reg,
-        )
-        self.formation_messages = Counter(
-            "alfred_formation_messages", "Messages read by formations", registry=reg
-        )
-        self.formation_facts = Counter(
-            "alfred_formation_facts",
-            "Fact decisions of formations: added, updated, invalidated, unchanged",
-            ["action"],
-            registry=reg,
-        )
-        self.formation_reflections = Counter(
-            "alfred_formation_reflections", "Reflections added by formations", registry=reg
-        )
-        self.formation_clarifications = Counter(
-            "alfred_formation_clarifications",
-            "Clarifications queued by formations (contradictions, ambiguous references)",
-            registry=reg,
-        )
-        self.formation_llm_calls = Counter(
-            "alfred_formation_llm_calls",
-            "LLM calls made by formations (at most 3 each)",
-            registry=reg,
-        )
-        self.formation_failed_steps = Counter(
-            "alfred_formation_failed_steps",
-            "Formation steps that failed (extract_facts, decide_updates, reflect)",
-            ["step"],
-            registry=reg,
-        )
-        self.formation_memories = Histogram(
-            "alfred_formation_memories",
-            "Memories formed per formation (facts added + updated + reflections added)",
-            buckets=COUNT_BUCKETS,
-            registry=reg,
-        )
-        # --- LLM ------------------------------------------------------------------------
-        self.llm_calls = Counter(
-            "alfred_llm_calls", "LLM calls by purpose", ["purpose"], registry=reg
-        )
-        self.llm_tokens = Counter(
-            "alfred_llm_tokens",
-            "LLM tokens by purpose and kind (prompt, completion)",
-            ["purpose", "kind"],
-            registry=reg,
-        )
-        # --- jobs -----------------------------------------------------------------------
-        self.job_duration = Histogram(
-            "alfred_job_seconds",
-            "Duration of background jobs by name",
-            ["job"],
-            buckets=JOB_BUCKETS,
-            registry=reg,
-        )
-        self.jobs = Counter(
-            "alfred_jobs",
-            "Finished background jobs by name and outcome (ok, failed, retry, cancelled)",
-            ["job", "outcome"],
-            registry=reg,
-        )
-        self.job_failures = Counter(
-            "alfred_job_failures", "Background jobs that raised, by name", ["job"], registry=reg
-        )
-        self.queue_depth = Gauge(
-            "alfred_queue_depth", "Jobs waiting in the queue (read at scrape time)", registry=reg
-        )
-        # --- legacy import --------------------------------------------------------------
-        self.legacy_imported = Counter(
-            "alfred_legacy_imported",
-            "Legacy memories imported, by kind",
-            ["kind"],
-            registry=reg,
-        )
-
+        declare_families(self, self.registry)
         self._retrieval_counts = [0, 0]  # requests, hits: for the in-process hit rate
         self._semantic_seen: dict[str, int] = {}
         self._usage_seen: dict[int, _UsageSeen] = {}
@@ -661,8 +462,6 @@ def record_semantic_snapshot(
 
 __all__ = [
     "DATABASE",
-    "JOB_BUCKETS",
-    "LATENCY_BUCKETS",
     "QUEUE",
     "AlfredMetrics",
     "ExportingSemanticMetrics",

@@ -19,7 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from memory.ports import Clock
 from memory.retrieval import RetrievalConfig
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.bundle import Services
+from runtime.container import build_services
 from runtime.settings import Settings
 
 #: The options every benchmark takes.

@@ -48,7 +48,7 @@ from memory.llm import Usage
 if TYPE_CHECKING:
     from integrations.redis.connection import RedisHandle
     from integrations.redis.queue import JobQueue
-    from runtime.container import Services
+    from runtime.bundle import Services
 
 PEOPLE = [(9101, "Alice"), (9102, "Bob"), (9103, "Chloe")]
 CITIES = ["Lisbon", "Porto", "Kyoto", "Oslo", "Lyon", "Denver"]

@@ -14,8 +14,8 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import drain, run_due_crons
+from runtime.bundle import Services
 from runtime.connections import open_redis
-from runtime.container import Services
 from runtime.jobs import formation_trigger
 
 

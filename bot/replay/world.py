@@ -28,7 +28,8 @@ from bot.telegram.offline_bot_api import OfflineBotAPI
 from memory.clock import ManualClock
 from memory.errors import BadInput
 from memory.models import Thread, Viewer
-from runtime.container import Services, build_assistant, build_services
+from runtime.bundle import Services
+from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

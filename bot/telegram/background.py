@@ -16,8 +16,8 @@ from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
 from memory.errors import AlfredError
+from runtime.bundle import Services
 from runtime.connections import open_redis
-from runtime.container import Services
 from runtime.jobs import formation_trigger
 from runtime.settings import Settings
 from services.trigger import FormationTrigger

@@ -53,7 +53,8 @@ from memory.models import (
 )
 from memory.privacy import is_visible
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.bundle import Services
+from runtime.container import build_services
 from runtime.jobs import admin_context, progress_key
 from runtime.settings import Settings
 from services.admin.export import EXPORT_FORMAT, EXPORT_VERSION, ExportDocument

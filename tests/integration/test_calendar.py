@@ -44,8 +44,9 @@ from memory.llm import ToolCall
 from memory.models import Category, Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
 from migrations import MigrationContext, migrate
+from runtime.bundle import Services
 from runtime.calendar import build_calendar, oauth_routes
-from runtime.container import Services, build_assistant, build_services
+from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.calendar import (
     CREATE_EVENT,

@@ -41,7 +41,8 @@ from memory.models import (
     Viewer,
 )
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_membership, build_services
+from runtime.bundle import Services
+from runtime.container import build_membership, build_services
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
 

@@ -48,7 +48,8 @@ from memory.job_ports import JobState
 from memory.llm import ChatOutcome, Task, Usage
 from memory.models import Message, Partition, ReflectionScope, Role, Thread
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_services
+from runtime.bundle import Services
+from runtime.container import build_services
 from runtime.jobs import formation_trigger
 from runtime.settings import Settings
 from services.trigger import FormationTrigger

@@ -269,7 +269,8 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
     from jobs.config import queue_name
     from jobs.inprocess import drain
     from migrations import MigrationContext, migrate
-    from runtime.container import Services, build_assistant, build_services
+    from runtime.bundle import Services
+    from runtime.container import build_assistant, build_services
     from services.messages import Incoming, Sender
     from tests.conftest import make_settings
     from tests.helpers.fakes import HashEmbedder

@@ -54,6 +54,7 @@ from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideU
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext
 from memory.prompts.reply import REPLY, ReplyContext, ReplyRequest, build_messages
+from runtime.builders import build_llm
 from runtime.settings import Settings
 
 FAST, SLOW, CHAT = "fast-model-x", "slow-model-y", "chat-model-z"
@@ -507,7 +508,8 @@ async def test_from_settings_uses_the_configured_endpoint_and_models(fake: FakeO
         llm_chat_model="c-1",
         llm_timeout=3,
     )
-    llm = OpenAILLM.from_settings(settings)
+    llm = build_llm(settings)
+    assert isinstance(llm, OpenAILLM)
     try:
         await llm.run(EXTRACT_FACTS, facts_context())
         await llm.run(REFLECT, _reflect_context())

@@ -59,7 +59,8 @@ from memory.operations import (
 from memory.prompts.common import Person
 from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_assistant, build_services
+from runtime.bundle import Services
+from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from tests.helpers.fakes import HashEmbedder

@@ -20,7 +20,8 @@ from integrations.mongo.directory import MongoDirectory
 from memory.clock import ManualClock
 from memory.models import Circle, User
 from migrations import MigrationContext, migrate
-from runtime.container import Services, build_assistant, build_services
+from runtime.bundle import Services
+from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from services.reply.lookups import TurnLookups

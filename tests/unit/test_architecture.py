@@ -1,17 +1,20 @@
-"""The shape of the code: the domain imports no adapter, and public surfaces are explicit."""
+"""The shape of the code: the layers hold (import-linter's contracts in pyproject.toml),
+the domain imports no adapter, modules stay small, and public surfaces are explicit."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN_IN_DOMAIN = ("integrations", "bot", "jobs", "migrations", "tests")
+FORBIDDEN_IN_DOMAIN = ("integrations", "services", "runtime", "bot", "jobs", "migrations", "tests")
 # What the domain may import besides the standard library and itself.
 DOMAIN_THIRD_PARTY = {"pydantic", "numpy"}
 
@@ -72,3 +75,61 @@ def test_mypy_is_clean() -> None:
     """Strict on ``memory/`` (pyproject's override), checked on every package."""
     result = _run_tool("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+PACKAGES = ("bot", "jobs", "migrations", "runtime", "services", "integrations", "memory")
+#: Production modules stay readable in one sitting.
+MAX_MODULE_LINES = 600
+#: Entry points build everything through the composition root; nothing else may.
+MAX_ROOT_IMPORTERS = 8
+ENTRY_POINTS = ("bot", "jobs", "migrations")
+
+
+def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run(
+        [str(script), "--no-cache"], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_import_contracts_hold() -> None:
+    """Layers (entry points > runtime > services | adapters > domain), services and the
+    domain free of drivers and frameworks, no cycles inside any package."""
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 kept, 0 broken" in result.stdout, result.stdout
+
+
+def test_import_contracts_catch_a_service_reaching_for_an_adapter(tmp_path: Path) -> None:
+    """The contracts are not vacuous: a service importing MongoDB's adapter breaks them."""
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    membership = tmp_path / "services" / "membership.py"
+    membership.write_text(
+        membership.read_text(encoding="utf-8")
+        + "\nfrom integrations.mongo.directory import MongoDirectory  # noqa: E402\n",
+        encoding="utf-8",
+    )
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "services is not allowed to import integrations" in result.stdout, result.stdout
+
+
+def test_no_production_module_is_over_the_limit() -> None:
+    long = []
+    for name in PACKAGES:
+        for path in sorted((ROOT / name).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_MODULE_LINES:
+                long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert not long, "\n".join(long)
+
+
+def test_only_entry_points_import_the_composition_root() -> None:
+    graph = grimp.build_graph(*PACKAGES)
+    importers = sorted(graph.find_modules_that_directly_import("runtime.container"))
+    assert importers, "nothing builds the services: the graph is not being read"
+    outside = [m for m in importers if m.split(".")[0] not in ENTRY_POINTS]
+    assert not outside, f"only entry points may import the composition root: {outside}"
+    assert len(importers) <= MAX_ROOT_IMPORTERS, importers
