@@ -210,8 +210,8 @@ class JobsPath:
 
     async def form(self, thread_id: str) -> bool:
         """Request (as the trigger does at 45 messages) and drain; True if all completed."""
-        from integrations.mongo.outbox import RequestKind
         from jobs.inprocess import drain
+        from memory.job_ports import RequestKind
 
         if await self.trigger.after_message(thread_id) is None:
             # Fewer than 45 messages / 1000 tokens: request as the trigger would.

@@ -445,10 +445,7 @@ class Replay:
         return []
 
     async def _session(self, thread_id: str) -> str | None:
-        doc = await self.services.mongo.db["threads"].find_one(
-            {"_id": thread_id}, {"session_id": 1}
-        )
-        return str(doc["session_id"]) if doc and doc.get("session_id") else None
+        return await self.services.directory.current_session(thread_id)
 
     async def dump(self) -> dict[str, Any]:
         s = self.services

@@ -189,6 +189,11 @@ class MongoDirectory:
         doc = await self._threads.find_one({"_id": thread_id})
         return thread_from_doc(doc) if doc else None
 
+    async def current_session(self, thread_id: str) -> str | None:
+        """The id of the thread's current (or last) session, if it ever had one."""
+        doc = await self._threads.find_one({"_id": thread_id}, {"session_id": 1})
+        return str(doc["session_id"]) if doc and doc.get("session_id") else None
+
     async def viewer(self, user_id: str, thread: Thread) -> Viewer:
         """Who ``user_id`` is in ``thread``, with their circles as of now."""
         circles = frozenset(c.id for c in await self.circles_of(user_id))

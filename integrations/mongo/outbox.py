@@ -29,23 +29,11 @@ from pymongo.errors import DuplicateKeyError
 from memory.ids import new_id
 from memory.job_ports import (
     ERROR_CHARS,
-    OPEN_STATUSES,
     FormationRequest,
     RequestKind,
     RequestStatus,
     describe_error,
 )
-
-__all__ = [
-    "FORMATION_REQUESTS",
-    "OPEN_STATUSES",
-    "FormationRequest",
-    "MongoOutbox",
-    "RequestKind",
-    "RequestStatus",
-    "describe_error",
-    "request_from_doc",
-]
 
 Document = dict[str, Any]
 

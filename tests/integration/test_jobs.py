@@ -37,14 +37,14 @@ from bot.bench.fake_openai import (
 )
 from integrations.mongo.codec import fact_from_doc, message_to_doc
 from integrations.mongo.connection import MongoHandle
-from integrations.mongo.outbox import MongoOutbox, RequestKind, RequestStatus
+from integrations.mongo.outbox import MongoOutbox
 from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import COLD_SESSIONS, CONSOLIDATE, JobsConfig, lock_prefix, queue_name
 from jobs.inprocess import drain, run_due_crons, start_inprocess_worker
 from memory.clock import ManualClock
 from memory.constants import FACTS, MESSAGES, REFLECTIONS
-from memory.job_ports import JobState
+from memory.job_ports import JobState, RequestKind, RequestStatus
 from memory.llm import ChatOutcome, Task, Usage
 from memory.models import Message, Partition, ReflectionScope, Role, Thread
 from migrations import MigrationContext, migrate

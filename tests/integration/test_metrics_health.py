@@ -263,11 +263,12 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
     """The wiring, not the recorder: real code paths feed the process-wide metrics that
     ``/metrics`` serves — admin jobs run by a real arq worker on the embedded Redis, a
     formation job drained from the queue, and a reply whose retrieval ran."""
-    from integrations.mongo.outbox import MongoOutbox, RequestKind
+    from integrations.mongo.outbox import MongoOutbox
     from integrations.redis.queue import JobQueue
     from jobs.admin_client import AdminClient
     from jobs.config import queue_name
     from jobs.inprocess import drain
+    from memory.job_ports import RequestKind
     from migrations import MigrationContext, migrate
     from runtime.bundle import Services
     from runtime.container import build_assistant, build_services
