@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import random
 
+from memory.rules.dates import MONTHS
+
 NAMES = [
     "Alice",
     "Bob",
@@ -94,20 +96,6 @@ PLACES = [
     "Valencia",
     "Gdansk",
     "Lyon",
-]
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
 ]
 
 TEMPLATES = [

@@ -34,7 +34,7 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from memory.rules.tasks.extract_facts import extract_facts
-from memory.rules.tasks.reply import compose_reply
+from memory.rules.tasks.reply import compose_for
 from memory.rules.text import clean_text
 from runtime.settings import Settings, load_settings
 from services.messages import TELEGRAM_MAX_TEXT, safe_text, split_for_telegram
@@ -112,7 +112,7 @@ def test_offline_reply_is_a_message_telegram_accepts(
         memories=[CitedMemory(content=m, category=Category.FACT) for m in memories],
         retrieved=True,
     )
-    reply = compose_reply(ctx)
+    reply = compose_for(ctx)
     assert isinstance(reply, str) and reply.strip()
     parts = split_for_telegram(reply)
     assert parts and all(0 < len(p) <= TELEGRAM_MAX_TEXT for p in parts)

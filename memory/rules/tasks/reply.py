@@ -10,7 +10,7 @@ background); a greeting gets a short introduction to what works offline.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
 from memory.search.text import tokenize
@@ -18,11 +18,6 @@ from memory.search.text import tokenize
 #: Words that address Alfred rather than ask about anything.
 _ADDRESSING: Final = frozenset(tokenize("alfred remind tell know remember idea forgot"))
 
-OFFLINE_NOTICE: Final = (
-    "I'm running offline, without a language model, so I can't hold a real conversation "
-    'right now. I can still remember things for you ("remember that …"), correct or forget '
-    'them, and tell you what I remember ("what do you remember about me?").'
-)
 NO_MEMORY: Final = (
     "I don't know — I have nothing about that in what I remember here. "
     "(I'm running offline, without a language model, so I can only answer from memory.)"
@@ -95,17 +90,3 @@ def compose_for(ctx: ReplyContext) -> str:
 def reply(request: ReplyRequest) -> str:
     """The offline answer to the reply task (:data:`memory.prompts.reply.REPLY`)."""
     return compose_for(request.reply)
-
-
-def compose_reply(fallback: Any = None) -> str:
-    """The offline reply for anything at hand, for callers without a typed request.
-
-    A :class:`ReplyContext` gets :func:`compose_for`; a non-blank string is an already
-    composed answer, returned as is; anything else gets :data:`OFFLINE_NOTICE` rather
-    than a wrong guess.
-    """
-    if isinstance(fallback, ReplyContext):
-        return compose_for(fallback)
-    if isinstance(fallback, str) and fallback.strip():
-        return fallback.strip()
-    return OFFLINE_NOTICE

@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from memory.models import Category, ThreadKind
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
-from memory.rules.tasks.reply import OFFLINE_NOTICE, compose_for, compose_reply, reply
+from memory.rules.tasks.reply import compose_for, reply
 from tests.unit.memory.rules.tasks.journal import ALICE, NOW
-
-
-def test_the_offline_notice_says_what_still_works() -> None:
-    text = compose_reply(None)
-    assert text == OFFLINE_NOTICE
-    assert "offline" in text
-    assert "without a language model" in text
-    assert "remember" in text
-
-
-def test_compose_reply_passes_a_composed_text_through() -> None:
-    assert compose_reply("  Got it, I'll remember that. ") == "Got it, I'll remember that."
-
-
-@pytest.mark.parametrize("fallback", [None, "", "   ", 42, {"intent": "recall"}])
-def test_compose_reply_falls_back_to_the_notice(fallback: Any) -> None:
-    assert compose_reply(fallback) == OFFLINE_NOTICE
 
 
 def test_the_reply_rule_answers_the_request_s_context() -> None:
@@ -37,7 +18,7 @@ def test_the_reply_rule_answers_the_request_s_context() -> None:
         text="hello",
         now=NOW,
     )
-    assert reply(ReplyRequest(reply=ctx)) == compose_for(ctx) == compose_reply(ctx)
+    assert reply(ReplyRequest(reply=ctx)) == compose_for(ctx)
 
 
 # --- the reply composer ------------------------------------------------------------------
