@@ -9,7 +9,7 @@ exponential back-off. Anything else fails the job (arq logs it); its
 outbox request stays open, so the requeue cron tries again later.
 
 ``ctx`` keys a caller may preset (the in-process worker does): ``services``
-(:class:`runtime.container.Services`, not closed here), ``redis_handle``
+(:class:`runtime.bundle.Services`, not closed here), ``redis_handle``
 (:class:`integrations.redis.connection.RedisHandle`, not closed here), ``settings``,
 ``jobs_config`` and ``recover_on_startup`` (default true; a drain sets it false).
 """

@@ -209,7 +209,7 @@ class Mem0Maintenance(Protocol):
 
 
 class CalendarEraser(Protocol):
-    """The calendar integration's records of a person (absent when it is not installed)."""
+    """The calendar's records of a person, for the purge."""
 
     async def counts(self, user_id: str) -> dict[str, int]: ...
 

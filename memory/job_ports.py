@@ -213,13 +213,6 @@ class FormationObserver(Protocol):
     def record_formation(self, report: FormationReport) -> None: ...
 
 
-class IgnoreFormations:
-    """An observer that records nothing (tests, scripts)."""
-
-    def record_formation(self, report: FormationReport) -> None:
-        return None
-
-
 # --- what the duties and the trigger read of the directory ------------------------------
 
 

@@ -8,6 +8,7 @@ can filter on them directly and Atlas search indexes can declare them as filter 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -314,11 +315,12 @@ class Message(BaseModel):
 FORGET_CHOICE = "forget_choice"
 
 
-class SessionTick(BaseModel):
+@dataclass(frozen=True)
+class SessionTick:
     """What touching a thread tells the reply path about its session and the questions
-    waiting there, so only the people who were asked pay for reading the answer."""
-
-    model_config = ConfigDict(frozen=True)
+    waiting there, so only the people who were asked pay for reading the answer. A
+    plain dataclass: built on every message from the database's own answer, nothing to
+    validate."""
 
     session_id: str
     new_session: bool

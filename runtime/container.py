@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from integrations.mem0.lookup import semantic_leg
 from integrations.mem0.mirror import Mem0Mirror
 from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
@@ -35,10 +36,11 @@ from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
-from runtime.builders import build_embedder, build_llm
+from runtime.builders import build_embedder, build_llm, build_semantic_index
 from runtime.bundle import Services
 from runtime.calendar import build_calendar
 from runtime.connections import open_mongo
+from runtime.metrics import ExportingSemanticMetrics, ProcessMetrics
 from runtime.settings import Mode, Settings
 from services.calendar import CalendarForReply
 from services.membership import Membership
@@ -90,14 +92,9 @@ async def build_services(
                 f"{other_models} fact(s) were embedded with another model than "
                 f"{embedder.model_name}: they are found by keywords only until re-embedded"
             )
-        from runtime.metrics import ExportingSemanticMetrics
-
         metrics: SemanticMetrics = ExportingSemanticMetrics()
         legs = dict(extra_legs or {})
         if settings.mem0_enabled_mode is not Mode.OFF and "mem0" not in legs:
-            from integrations.mem0.lookup import semantic_leg
-            from runtime.builders import build_semantic_index
-
             semantic = await build_semantic_index(settings, embedding_dims=None)
             if semantic is not None:
                 legs["mem0"] = semantic_leg(semantic, mongo.db, metrics)
@@ -187,8 +184,6 @@ def build_assistant(
     after_message: AfterMessage | None = None,
 ) -> Assistant:
     """The reply service, with the narrow bundle of ports it uses."""
-    from runtime.metrics import ProcessMetrics
-
     operations = MemoryOperations(
         facts=services.facts,
         writer=services.writer,

@@ -43,7 +43,7 @@ class _HasDb(Protocol):
 
 
 class ServicesLike(Protocol):
-    """What the health checks need of :class:`runtime.container.Services`."""
+    """What the health checks need of :class:`runtime.bundle.Services` (tests pass less)."""
 
     @property
     def mongo(self) -> _HasDb: ...

@@ -25,7 +25,7 @@ from runtime.metrics import ProcessMetrics
 from runtime.settings import Settings
 from services.admin.context import AdminContext
 from services.admin.progress import ProgressReporter
-from services.calendar import forget_calendar_user
+from services.calendar.reply import CalendarForPurge
 from services.formation_duties import JobsRuntime
 from services.job_config import JobsConfig
 from services.retention import Retention
@@ -110,20 +110,6 @@ def retention(services: Services) -> Retention:
     return Retention(services, settings.circle_retention_days, settings.message_retention_days)
 
 
-class CalendarRecords:
-    """A person's calendar records, for the purge (implements
-    :class:`memory.admin_ports.CalendarEraser`) on the calendar feature's store."""
-
-    def __init__(self, services: Services) -> None:
-        self._calendar = services.calendar
-
-    async def counts(self, user_id: str) -> dict[str, int]:
-        return await self._calendar.store.footprint(user_id)
-
-    async def forget(self, user_id: str) -> None:
-        await forget_calendar_user(self._calendar, user_id)
-
-
 def mem0_maintenance(services: Services) -> Mem0Maintenance | None:
     """The mem0 copy for the operator, or None when mem0 is off."""
     if services.semantic is None:
@@ -150,7 +136,7 @@ def admin_context(
         queries=services.admin_queries,
         progress=ProgressReporter(sink),
         mem0=mem0_maintenance(services),
-        calendar=CalendarRecords(services),
+        calendar=CalendarForPurge(services.calendar),
         queue=queue,
         queue_name=queue_name(services.settings),
     )

@@ -154,13 +154,21 @@ def _exception_summary(exc: BaseException) -> dict[str, Any]:
 
 
 class _AlfredJsonFormatter(JsonFormatter):
-    """The library's formatter, with an exception that reached it (a DEBUG record, which
-    the filter leaves alone) written as its type and its full text."""
+    """The library's formatter, with three of Alfred's rules on top: the core fields
+    (time, level, logger, message) cannot be overwritten by an extra field or by the keys
+    of a dict logged as the message; no ``stack_info`` (source lines are not for log
+    aggregators); and an exception that reached it (a DEBUG record, which the filter
+    leaves alone) is written as its type and its full text."""
 
     def add_fields(
         self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
     ) -> None:
         super().add_fields(log_data, record, message_dict)
+        log_data["time"] = getattr(record, "asctime", log_data.get("time"))
+        log_data["level"] = record.levelname
+        log_data["logger"] = record.name
+        log_data["message"] = getattr(record, "message", "")
+        log_data.pop("stack_info", None)
         text = log_data.pop("exc_info", None)
         if text is not None and "exception" not in log_data and record.exc_info:
             log_data["exception"] = {"type": type(record.exc_info[1]).__name__, "text": text}

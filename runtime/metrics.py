@@ -48,9 +48,12 @@ from memory.semantic import SemanticMetrics
 from runtime.metric_families import MetricFamilies, declare_families
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from memory.formation import FormationReport
     from memory.llm import Usage
     from memory.retrieval import RetrievalResult
+    from runtime.bundle import Services
 
 log = logging.getLogger(__name__)
 
@@ -384,9 +387,9 @@ async def arq_queue_depth(redis: Any, queue_name: str) -> int:
 
 
 def watch_services(
-    services: Any,
+    services: Services,
     *,
-    redis: Any | None = None,
+    redis: Redis | None = None,
     queue_name: str | None = None,
     metrics: AlfredMetrics | None = None,
 ) -> AlfredMetrics:
@@ -394,17 +397,12 @@ def watch_services(
     usage (``services.llm.usage``), the mem0 layer's :class:`SemanticMetrics`
     (``services.semantic_metrics``) and, given a Redis client and the arq queue name,
     the queue depth. One call per process, after the services are built.
-
-    ``services`` is an :class:`runtime.container.Services` (typed loosely so this
-    module does not import the composition root).
     """
     m = metrics if metrics is not None else get_metrics()
-    llm = getattr(services, "llm", None)
-    if llm is not None and hasattr(llm, "usage"):
-        m.watch_llm_usage(lambda: llm.usage)
-    semantic = getattr(services, "semantic_metrics", None)
-    if isinstance(semantic, SemanticMetrics):
-        m.watch_semantic(semantic)
+    llm = services.llm
+    m.watch_llm_usage(lambda: llm.usage)
+    if services.semantic_metrics is not None:
+        m.watch_semantic(services.semantic_metrics)
     if redis is not None and queue_name:
         m.set_queue_depth_source(lambda: arq_queue_depth(redis, queue_name))
     return m

@@ -97,9 +97,11 @@ class JobsRuntime:
     outbox: Outbox
     locks: ThreadLocks
     config: JobsConfig
+    #: Which driver errors are transient or mean the queue is down: required, because
+    #: only the composition root knows the drivers (a default would miss their types).
+    errors: JobErrors
     queue: JobQueue | None = None
     observer: FormationObserver | None = None
-    errors: JobErrors = field(default_factory=JobErrors)
 
     def transient_delay(self, exc: BaseException, job_try: int) -> float | None:
         """The back-off for a retryable failure of one of these duties, or None."""

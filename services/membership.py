@@ -1,9 +1,10 @@
 """Who is in which circle: registering the people of a message, joins and leaves, the bot
 added to or removed from a group, and a group upgraded to a supergroup.
 
-Every change of membership goes through here, so the reply path's cache of registrations
-is cleared whenever membership changes under it, and the Telegram handlers never write
-to the directory themselves.
+Every change of membership goes through here, so the Telegram handlers never write to
+the directory themselves. The reply path's cache of registrations is dropped when a
+circle moves or a person is erased; a member who leaves stops seeing the circle at once
+anyway, since the viewer is read fresh on every message.
 """
 
 from __future__ import annotations

@@ -59,13 +59,13 @@ class FormationTrigger:
         outbox: Outbox,
         clock: Clock,
         queue: JobQueue | None,
-        errors: JobErrors | None = None,
+        errors: JobErrors,
     ) -> None:
         self.directory = directory
         self.outbox = outbox
         self.clock = clock
         self.queue = queue
-        self.errors = errors or JobErrors()
+        self.errors = errors
 
     async def after_message(self, thread_id: str) -> FormationRequest | None:
         """Request a formation of ``thread_id`` if one is due; the request, or None.

@@ -31,7 +31,7 @@ from telegram.request import BaseRequest, HTTPXRequest
 
 from bot.telegram.delivery import Spool, UpdateDeduplicator
 from bot.telegram.handlers.commands import Commands
-from bot.telegram.handlers.membership import Membership
+from bot.telegram.handlers.membership import MembershipHandlers
 from bot.telegram.handlers.messages import Messages
 from bot.telegram.sending import Replier
 from bot.telegram.unreadable import ReadableUpdates
@@ -77,7 +77,7 @@ def build_application(
         builder = builder.post_init(post_init)
     application = builder.build()
     replier = Replier(assistant)
-    membership = Membership(assistant, spool)
+    membership = MembershipHandlers(assistant, spool)
     application.add_handler(TypeHandler(Update, UpdateDeduplicator().gate), group=-1)
     application.add_handler(
         ChatMemberHandler(membership.bot_membership, ChatMemberHandler.MY_CHAT_MEMBER)

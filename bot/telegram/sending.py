@@ -51,7 +51,7 @@ class Replier:
                 # the circle now and say it there (message ids differ: no reply-to). The
                 # reply goes out even if the move fails; Telegram's announcements retry it.
                 try:
-                    await self.assistant.chat_migrated(chat_id, exc.new_chat_id, None)
+                    await self.assistant.membership.group_upgraded(chat_id, exc.new_chat_id, None)
                 except Exception:
                     log.exception("moving circle %s to %s failed", chat_id, exc.new_chat_id)
                 chat_id, reply_to = exc.new_chat_id, None

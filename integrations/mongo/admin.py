@@ -144,11 +144,6 @@ class MongoAdminQueries:
         }
         return counts
 
-    async def count_for_user(self, collection: str, field: str, user_id: str) -> int:
-        """Records of another integration's ``collection`` whose ``field`` is the user's id
-        (the calendar's tokens and event links, counted before and after a purge)."""
-        return await self._db[collection].count_documents({field: user_id})
-
     async def delete_dm_requests(self, user_id: str) -> int:
         """Formation requests of the user's DM thread (its id is the user's id): ids and
         counters only, but they name a thread that no longer exists after a purge."""

@@ -1,4 +1,6 @@
-"""The calendar as the reply use case sees it (:class:`memory.reply_ports.CalendarAccess`).
+"""The calendar as other use cases see it: the reply's
+:class:`memory.reply_ports.CalendarAccess`, and the purge's
+:class:`memory.admin_ports.CalendarEraser`.
 
 The reply path holds this port, not the calendar package: it asks for the speaker's
 tools, the one-time revocation notice, erasure and the /calendar answer, and knows
@@ -35,3 +37,17 @@ class CalendarForReply:
 
     async def command(self, viewer: Viewer, argument: str) -> str:
         return await calendar_command(self.calendar, viewer, argument)
+
+
+@dataclass(frozen=True)
+class CalendarForPurge:
+    """:class:`memory.admin_ports.CalendarEraser`: a person's calendar records, counted
+    and erased by the operator's purge."""
+
+    calendar: CalendarFeature
+
+    async def counts(self, user_id: str) -> dict[str, int]:
+        return await self.calendar.store.footprint(user_id)
+
+    async def forget(self, user_id: str) -> None:
+        await forget_calendar_user(self.calendar, user_id)

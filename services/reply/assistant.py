@@ -106,19 +106,6 @@ class Assistant:
     def flags(self) -> MemoryFlags:
         return self.d.flags()
 
-    @property
-    def offline(self) -> bool:
-        """True when replies come from the offline rules, not a language model."""
-        return self.d.llm.offline
-
-    async def register(self, inc: Incoming) -> tuple[Thread, Viewer]:
-        """The thread and viewer of a message (see :meth:`Membership.register`)."""
-        return await self.membership.register(inc)
-
-    async def chat_migrated(self, old_chat_id: int, new_chat_id: int, title: str | None) -> int:
-        """A group became a supergroup: its circle follows (see :class:`Membership`)."""
-        return await self.membership.group_upgraded(old_chat_id, new_chat_id, title)
-
     async def context_for(
         self,
         viewer: Viewer,
@@ -147,7 +134,7 @@ class Assistant:
             return Turn([Outgoing(inc.chat_id, text, inc.message_id)] if addressed else [])
 
     async def _handle(self, inc: Incoming) -> Turn:
-        thread, viewer = await self.register(inc)
+        thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
         intent = detect_intent(inc.text)
         stored_text = inc.text
@@ -175,9 +162,8 @@ class Assistant:
         turn = await self._respond(
             inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
         )
-        calendar = self.d.calendar
-        if thread.kind is ThreadKind.DM and self.flags.calendar and calendar is not None:
-            notice = await calendar.take_revoked_notice(viewer.user_id)
+        if thread.kind is ThreadKind.DM and self.flags.calendar:
+            notice = await self.d.calendar.take_revoked_notice(viewer.user_id)
             if notice is not None:
                 turn.replies.append(Outgoing(inc.chat_id, notice))
         for out in turn.replies:

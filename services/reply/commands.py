@@ -54,25 +54,26 @@ async def start_text(deps: ReplyDeps, viewer: Viewer) -> str:
 
 async def status_text(deps: ReplyDeps, viewer: Viewer) -> str:
     """What Alfred knows of this chat; counts only what is visible here."""
-    s = deps
     thread = viewer.thread
     lines = []
     if thread.kind is ThreadKind.GROUP and thread.circle_id:
-        circle = await s.directory.circle(thread.circle_id)
-        members = await s.directory.members(thread.circle_id)
+        circle = await deps.directory.circle(thread.circle_id)
+        members = await deps.directory.members(thread.circle_id)
         lines.append(f"Circle: {circle.title if circle and circle.title else thread.circle_id}")
         lines.append("Members I know: " + (", ".join(m.name for m in members) or "none yet"))
     else:
-        circles = await s.directory.circles_of(viewer.user_id)
+        circles = await deps.directory.circles_of(viewer.user_id)
         lines.append(
             "Private chat. Your circles: " + (", ".join(c.title or c.id for c in circles) or "none")
         )
-    facts = await s.facts.count_visible(viewer)
-    reflections = len(await s.notes.visible_reflections(viewer, session_id=None))
-    blobs = len(await s.notes.visible_blobs(viewer, session_id=None))
+    facts = await deps.facts.count_visible(viewer)
+    reflections = len(await deps.notes.visible_reflections(viewer, session_id=None))
+    blobs = len(await deps.notes.visible_blobs(viewer, session_id=None))
     lines.append(f"Memories usable here: {facts} facts, {reflections + blobs} notes")
     lines.append(
-        "Language model: offline (deterministic rules)" if s.llm.offline else "Language model: on"
+        "Language model: offline (deterministic rules)"
+        if deps.llm.offline
+        else "Language model: on"
     )
     return "\n".join(lines)
 
@@ -95,7 +96,7 @@ class ChatCommands:
         if name == "status":
             return await status_text(self.d, viewer)
         if name == "calendar":
-            if not self.d.flags().calendar or self.d.calendar is None:
+            if not self.d.flags().calendar:
                 return CALENDAR_OFF
             return await self.d.calendar.command(viewer, argument)
         return UNKNOWN_COMMAND

@@ -7,12 +7,12 @@ in their DM never reaches a prompt built for a different thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from memory.context import fact_block, owner_note
 from memory.heuristics import dynamic_limit
-from memory.llm import PromptMessage, ToolCall, ToolSpec
+from memory.llm import PromptMessage, ToolCall
 from memory.models import Role, Thread, Viewer
 from memory.privacy import is_visible
 from memory.prompts.common import Person
@@ -34,19 +34,6 @@ class MemoryContext:
     cited: list[CitedMemory] = field(default_factory=list)
     retrieved: bool = False
     scored: list[ScoredFact] = field(default_factory=list)
-
-
-@dataclass
-class NoCalendarTools:
-    """The toolbox of a reply without calendar tools."""
-
-    specs: Sequence[ToolSpec] = ()
-
-    def handles(self, name: str) -> bool:
-        return False
-
-    async def run(self, call: ToolCall) -> str:
-        return f"error: unknown tool {call.name}"
 
 
 @dataclass
@@ -155,11 +142,7 @@ class Conversation:
         )
         history = await self._history(thread, inc, lookups)
         # MEMORY_CALENDAR off: no tools, and no connection lookup on every reply either.
-        calendar = (
-            await d.calendar.toolbox(viewer, enabled=flags.calendar)
-            if d.calendar is not None
-            else NoCalendarTools()
-        )
+        calendar = await d.calendar.toolbox(viewer, enabled=flags.calendar)
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
         tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]

@@ -32,5 +32,5 @@ class ReplyDeps:
     #: Read on every message: a flag changed in the settings applies at once.
     flags: Callable[[], MemoryFlags]
     observer: ReplyObserver
-    #: None when the calendar feature is not built at all.
-    calendar: CalendarAccess | None = None
+    #: Always there: with calendars not set up it offers no tools and says so.
+    calendar: CalendarAccess

@@ -108,8 +108,7 @@ class Forgetting:
             removed = await d.operations.erase_facts(viewer.user_id, circle_level, [])
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
         counts = await d.operations.forget_everything(viewer.user_id)
-        if d.calendar is not None:
-            await d.calendar.forget_user(viewer.user_id)
+        await d.calendar.forget_user(viewer.user_id)
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
         return (

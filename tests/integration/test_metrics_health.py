@@ -81,7 +81,7 @@ class _Mongo:
 
 @dataclass
 class _Services:
-    """Just enough of :class:`runtime.container.Services` for the health checks."""
+    """Just enough of :class:`runtime.bundle.Services` for the health checks."""
 
     mongo: _Mongo
 
@@ -542,6 +542,28 @@ def test_logs_are_json_lines_and_carry_no_content_at_info(json_log: io.StringIO)
     # DEBUG is for a developer's machine: content is shown there.
     assert debug["level"] == "DEBUG"
     assert debug["text"] == secret and secret in debug["message"]
+
+
+def test_extra_fields_and_dict_messages_cannot_overwrite_the_core_fields(
+    json_log: io.StringIO,
+) -> None:
+    """An extra named like a core field, a dict logged as the message and ``stack_info``
+    would otherwise let a record lie about its level or logger, or carry source lines."""
+    log = logging.getLogger("alfred.test.core")
+    log.warning("cleanup %s", "t-1", extra={"level": "DEBUG", "logger": "x", "time": 0, "n": 2})
+    log.warning("with a stack", stack_info=True)
+    log.info({"logger": "x", "level": "DEBUG", "text": "a secret", "count": 3})
+
+    extra, stacked, as_dict = _lines(json_log)
+    assert (extra["level"], extra["logger"], extra["message"]) == (
+        "WARNING",
+        "alfred.test.core",
+        "cleanup t-1",
+    )
+    assert extra["time"].endswith("+00:00") and extra["n"] == 2
+    assert "stack_info" not in stacked and stacked["message"] == "with a stack"
+    assert (as_dict["level"], as_dict["logger"]) == ("INFO", "alfred.test.core")
+    assert as_dict["text"] == REDACTED and as_dict["count"] == 3
 
 
 def test_configure_logging_is_idempotent_and_captures_own_handlers(

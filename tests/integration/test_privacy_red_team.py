@@ -614,7 +614,7 @@ async def test_a_supergroup_upgrade_moves_nothing_across_partitions(
         await feed(replay, *PLANTS)
         old = replay.names.circle("fam")
         new = -1_009_999_999_999
-        moved = await replay.assistant.chat_migrated(old, new, "Fam")
+        moved = await replay.assistant.membership.group_upgraded(old, new, "Fam")
         assert moved > 0
         replay.names.circles["fam"] = new
         out = await feed(replay, *ATTACKS[:9], *PROBES)

@@ -982,9 +982,9 @@ async def test_a_reply_refused_by_an_upgraded_group_moves_the_circle_and_goes_th
 async def test_a_failed_move_still_delivers_the_reply_and_the_announcement_retries_it(
     bot_env: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import integrations.mongo.circle_move as circle_migration
+    import integrations.mongo.circle_move as circle_move
 
-    move = circle_migration.move_circle_documents
+    move = circle_move.move_circle_documents
 
     async def database_down(*args: Any, **kwargs: Any) -> Any:
         raise ServerSelectionTimeoutError("database unreachable")
@@ -997,13 +997,13 @@ async def test_a_failed_move_still_delivers_the_reply_and_the_announcement_retri
         )
         assert _texts(said) == [GOT_IT]
         supergroup, _, in_new = tg.upgrade_to_supergroup(family, ann)
-        monkeypatch.setattr(circle_migration, "move_circle_documents", database_down)
+        monkeypatch.setattr(circle_move, "move_circle_documents", database_down)
         late = tg.text_message(family, ann, "@alfred where is the spare key?")
         (answer,) = await bot.say(late)
         assert answer["chat_id"] == supergroup["id"] and "under the mat" in answer["text"]
         assert await bot.db["circles"].find_one({"_id": str(family["id"])}) is not None
 
-        monkeypatch.setattr(circle_migration, "move_circle_documents", move)
+        monkeypatch.setattr(circle_move, "move_circle_documents", move)
         assert await bot.say(in_new) == []
         await _no_trace_of(bot, str(family["id"]))
         (again,) = await bot.say(

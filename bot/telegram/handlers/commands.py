@@ -38,7 +38,7 @@ class Commands:
         if inc is None:
             await self.replier.refuse_anonymous(update, context)
             return
-        _, viewer = await self.assistant.register(inc)
+        _, viewer = await self.assistant.membership.register(inc)
         parts = safe_text(message.text).split(maxsplit=1)
         argument = parts[1] if len(parts) > 1 else ""
         text = await self.assistant.commands.answer(name.lower(), viewer, argument)

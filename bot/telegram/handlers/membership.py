@@ -20,7 +20,7 @@ from services.reply.assistant import Assistant
 log = logging.getLogger(__name__)
 
 
-class Membership:
+class MembershipHandlers:
     """The membership handlers of one assistant."""
 
     def __init__(self, assistant: Assistant, spool: Spool | None) -> None:
@@ -41,7 +41,7 @@ class Membership:
         else:
             return
         try:
-            await self.assistant.chat_migrated(old, new, chat_title(chat))
+            await self.assistant.membership.group_upgraded(old, new, chat_title(chat))
         except Exception:
             log.exception("moving circle %s to %s failed; spooled for retry", old, new)
             if self.spool is not None:
