@@ -24,6 +24,7 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -161,7 +162,10 @@ class FormationService:
         users = await self.directory.users(speaker_ids)
         names = {uid: u.name for uid, u in users.items()}
         people = [Person(id=uid, name=names.get(uid, uid)) for uid in speaker_ids]
-        lines = to_lines(messages, names)
+        # What the reply path already did is final: those requests are not learned from
+        # again (a re-read "remember that I'm vegan" would undo "not vegan anymore").
+        learnable = [m for m in messages if not (m.role is Role.USER and m.handled)]
+        lines = to_lines(learnable, names)
         now = self.clock.now()
         conversation = ConversationContext(
             thread_kind=thread.kind,
@@ -171,10 +175,11 @@ class FormationService:
             lines=lines,
         )
         extract_ctx = ExtractFactsContext.model_validate(conversation.model_dump())
-        extracted = await self._extract(extract_ctx, report)
-        placed = self._place(thread, extracted, messages, report)
-        new_texts = await self._decide_and_apply(thread, placed, report)
-        await self._reflect(thread, conversation, new_texts, user_messages, report)
+        if any(m.role is Role.USER for m in learnable):
+            extracted = await self._extract(extract_ctx, report)
+            placed = self._place(thread, extracted, learnable, report)
+            new_texts = await self._decide_and_apply(thread, placed, messages, report)
+            await self._reflect(thread, conversation, new_texts, user_messages, report)
 
         await self.journal.mark_formed([m.id for m in messages], self.clock.now())
         report.llm_calls = self.llm.usage.total_calls - calls_before
@@ -275,10 +280,12 @@ class FormationService:
         self,
         thread: Thread,
         placed: Sequence[tuple[ExtractedFact, Partition, str | None]],
+        batch: Sequence[Message],
         report: FormationReport,
     ) -> list[str]:
         if not placed:
             return []
+        order = {m.id: (m.created_at, i) for i, m in enumerate(batch)}
         contents = [clip_words(f.content) for f, _, _ in placed]
         vectors = await self.embedder.embed(contents)
         candidates: list[CandidateFact] = []
@@ -315,6 +322,10 @@ class FormationService:
             action = decision.action if decision else "ADD"
             if action in ("UPDATE", "DELETE") and target is None:
                 action = "ADD"  # a decision about a fact it was not shown is ignored
+            if target is not None and action != "ADD" and _said_later(target, fact, order):
+                # Between two statements the later message wins, whatever order they are
+                # formed in: a correction made on the reply path after this message stays.
+                action = "NONE"
             provenance = Provenance(
                 thread_id=thread.id, message_ids=fact.source_message_ids, speaker_id=speaker
             )
@@ -497,6 +508,22 @@ class FormationService:
             )
             if await self.notes.add_reflection(reflection):
                 report.reflections_added += 1
+
+
+def _said_later(old: Fact, fact: ExtractedFact, order: dict[str, tuple[datetime, int]]) -> bool:
+    """Whether ``old`` was stated after every message ``fact`` was extracted from.
+
+    Positions in the batch decide when both sides are in it (messages of one minute
+    share a timestamp); otherwise the old fact's own time does (a hot-path fact is
+    valid from the moment its message was said)."""
+    said = [order[mid] for mid in fact.source_message_ids if mid in order]
+    if not said:
+        return False
+    new_at = max(said)
+    old_in_batch = [order[mid] for mid in old.provenance.message_ids if mid in order]
+    if old_in_batch:
+        return max(old_in_batch) > new_at
+    return bool(old.valid_at > new_at[0])
 
 
 def new_reflection_id() -> str:

@@ -308,6 +308,10 @@ class Message(BaseModel):
     telegram_message_id: int | None = None
     session_id: str | None = None
     formed: bool = False
+    #: An explicit request the reply path already acted on (remember, correct, forget, a
+    #: directive, an answer to Alfred's question): what it did is final, so formation
+    #: reads the message as context but learns nothing from it (DESIGN.md §5).
+    handled: bool = False
     created_at: datetime
 
 

@@ -59,6 +59,12 @@ class MongoJournal:
                 {"_id": {"$in": list(ids)}}, {"$set": {"formed": True, "formed_at": at}}
             )
 
+    async def mark_handled(self, ids: Sequence[str]) -> None:
+        if ids:
+            await self._messages.update_many(
+                {"_id": {"$in": list(ids)}}, {"$set": {"handled": True}}
+            )
+
     async def recent(self, thread_id: str, *, limit: int = 20) -> list[Message]:
         """The last messages of a thread, oldest first (conversation history for replies)."""
         cursor = (

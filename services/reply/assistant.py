@@ -76,6 +76,9 @@ class Turn:
     replies: list[Outgoing]
     retrieved: bool = False
     addressed: bool = False
+    #: Answered by an explicit operation (not the chat model): the message is marked
+    #: handled in the journal, so formation never redoes or undoes what was done.
+    handled: bool = False
 
 
 class Assistant:
@@ -162,6 +165,8 @@ class Assistant:
         turn = await self._respond(
             inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
         )
+        if turn.handled:
+            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
         if thread.kind is ThreadKind.DM and self.flags.calendar:
             notice = await self.d.calendar.take_revoked_notice(viewer.user_id)
             if notice is not None:
@@ -232,7 +237,8 @@ class Assistant:
                 [
                     Outgoing(inc.chat_id, part, inc.message_id, dict(meta))
                     for part in split_for_telegram(text)
-                ]
+                ],
+                handled=True,
             )
 
         pending_erase = (
@@ -268,7 +274,8 @@ class Assistant:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
             result = await self.ops.forget(viewer, target)
             if result.choices:
-                return Turn(await self.forgetting.ask_which(inc, thread, viewer, result, new_id()))
+                asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
+                return Turn(asked, handled=True)
             return say(result.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
         storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
