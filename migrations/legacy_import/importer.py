@@ -15,6 +15,7 @@ from pymongo.errors import DuplicateKeyError
 from integrations.mongo.codec import consolidated_to_doc
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.notes import MongoNotes
+from integrations.mongo.upsert import upsert
 from memory.constants import (
     CONSOLIDATED,
     CONSOLIDATED_WORD_LIMIT,
@@ -133,10 +134,10 @@ class LegacyImporter:
         """Enter a written (or deliberately not written) record in the ledger."""
         if self.dry_run:
             return
-        await self.db[LEGACY_LEDGER].update_one(
+        await upsert(
+            self.db[LEGACY_LEDGER],
             {"_id": record_id},
             {"$setOnInsert": {"kind": kind, "at": self.clock.now()}},
-            upsert=True,
         )
 
     async def _write_reflection(self, reflection: Reflection, kind: str, legacy_id: str) -> bool:
@@ -354,10 +355,10 @@ class LegacyImporter:
         else:
             return False
         # The always-in-context cache watches this version (as MongoNotes does).
-        await self.db[PARTITIONS].update_one(
+        await upsert(
+            self.db[PARTITIONS],
             {"_id": blob.partition.key()},
             {"$inc": {"notes_version": 1}, "$setOnInsert": blob.partition.as_fields()},
-            upsert=True,
         )
         return True
 
