@@ -44,6 +44,7 @@ from bot.bench.fake_answers import bag_of_words, estimate_tokens, formation_answ
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes, peak_rss_mb
 from memory.llm import Usage
+from runtime.embedded import stop_before_removal
 
 if TYPE_CHECKING:
     from integrations.redis.connection import RedisHandle
@@ -380,9 +381,14 @@ def register(app: typer.Typer) -> None:
             transient=True,
         )
         with tempfile.TemporaryDirectory(prefix="alfred-bench-") as tmp, progress:
-            figures = asyncio.run(
-                run_bench(Path(tmp), formations, messages, seed, via_jobs, progress, model_latency)
-            )
+            try:
+                figures = asyncio.run(
+                    run_bench(
+                        Path(tmp), formations, messages, seed, via_jobs, progress, model_latency
+                    )
+                )
+            finally:
+                stop_before_removal(tmp)
         summary = figures.summary()
         if as_json:
             sys.stdout.write(json.dumps(summary) + "\n")

@@ -30,6 +30,7 @@ from memory.errors import BadInput
 from memory.models import Thread, Viewer
 from runtime.bundle import Services
 from runtime.container import build_assistant, build_services
+from runtime.embedded import stop_before_removal
 from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -560,7 +561,8 @@ async def run_script(settings: Settings, events: list[tuple[int, str, Any]], emi
 
 @asynccontextmanager
 async def data_folder(path: Path | None) -> AsyncIterator[Path]:
-    """The given folder, or a temporary one removed afterwards."""
+    """The given folder, or a temporary one removed afterwards, its embedded servers
+    stopped first (else they outlive it and try to save into a folder that is gone)."""
     if path is not None:
         await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
         yield path
@@ -569,4 +571,5 @@ async def data_folder(path: Path | None) -> AsyncIterator[Path]:
     try:
         yield tmp
     finally:
+        await asyncio.to_thread(stop_before_removal, tmp)
         await asyncio.to_thread(shutil.rmtree, tmp, ignore_errors=True)
