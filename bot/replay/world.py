@@ -26,7 +26,7 @@ from telegram import Update
 from bot.telegram.app import build_application
 from bot.telegram.offline_bot_api import OfflineBotAPI
 from memory.clock import ManualClock
-from memory.errors import BadInput
+from memory.errors import BadInput, NotFound
 from memory.models import Thread, Viewer
 from runtime.bundle import Services
 from runtime.container import build_assistant, build_services
@@ -394,7 +394,8 @@ class Replay:
                 thread = await d.thread(circle.id)
         else:
             thread = await d.dm_thread(str(self.names.user(name)), self.names.user(name), now)
-        assert thread is not None
+        if thread is None:
+            raise NotFound(f"the thread {where} vanished while the replay registered {who}")
         return await d.viewer(str(uid), thread)
 
     async def probe(self, who: str, where: str, query: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from memory.constants import (
     PARTITIONS,
     REFLECTIONS,
 )
-from memory.errors import AlfredError
+from memory.errors import AlfredError, ConfigurationError
 from memory.facts import clip_words
 from memory.ids import content_hash
 from memory.models import (
@@ -493,17 +493,19 @@ class LegacyImporter:
                 self.report.written[FACTS] += 1
             self.report.embedded += len(todo)
             return
-        assert self.embedder is not None  # import_legacy refuses a real run without one
-        vectors = await self.embedder.embed([f.content for f in todo])
-        if vectors.shape != (len(todo), self.embedder.dimensions):
+        embedder = self.embedder
+        if embedder is None:  # import_legacy refuses a real run without one
+            raise ConfigurationError("the legacy import needs an embedder to store facts")
+        vectors = await embedder.embed([f.content for f in todo])
+        if vectors.shape != (len(todo), embedder.dimensions):
             raise ValueError(f"the embedder returned shape {vectors.shape} for {len(todo)} texts")
         self.report.embedded += len(todo)
         for fact, vector in zip(todo, vectors, strict=True):
             fact = fact.model_copy(
                 update={
                     "embedding": [float(x) for x in vector],
-                    "embedding_model": self.embedder.model_name,
-                    "embedding_dims": self.embedder.dimensions,
+                    "embedding_model": embedder.model_name,
+                    "embedding_dims": embedder.dimensions,
                 }
             )
             _stored, is_new = await self.facts.add(fact)
