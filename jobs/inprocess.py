@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
@@ -29,6 +30,7 @@ from arq.worker import Worker
 
 from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import (
+    CLOSE_ERRORS,
     COLD_SESSIONS,
     FORM_THREAD,
     REQUEUE_OUTBOX,
@@ -41,6 +43,8 @@ from runtime.bundle import Services
 from runtime.jobs import jobs_runtime, queue_name
 from services.formation_duties import Transient, cold_sessions, process_request, requeue_outbox
 from services.job_config import JobsConfig
+
+log = logging.getLogger(__name__)
 
 
 def _pool(redis: RedisHandle, name: str) -> QueuePool:
@@ -77,8 +81,14 @@ class InprocessWorker:
         running = [t for t in self.worker.tasks.values() if not t.done()]
         if running:
             await asyncio.wait(running, timeout=grace)
-        await _ignoring_inner_cancel(self.worker.close())
-        await _ignoring_inner_cancel(self.task)
+        # Redis may have died under us: arq's close() then cannot reach it, and the
+        # worker's task has already ended with the connection error. Stopping is what
+        # was asked for, and it happened; the error is logged, not raised.
+        for step, awaitable in (("close", self.worker.close()), ("task", self.task)):
+            try:
+                await _ignoring_inner_cancel(awaitable)
+            except CLOSE_ERRORS as exc:
+                log.warning("in-process worker %s on a dead queue: %r", step, exc)
 
 
 async def _ignoring_inner_cancel(awaitable: Awaitable[Any]) -> None:

@@ -429,20 +429,20 @@ def _contacts(
     out: list[DerivedMemory] = []
     seen: set[str] = set()
     for guest in event.attendees:
-        if guest.is_self or guest.is_resource or not is_person_address(guest.email):
+        email = guest.email
+        if guest.is_self or guest.is_resource or email is None or not is_person_address(email):
             continue
-        assert guest.email is not None
-        if guest.email in emails or guest.email in seen:
+        if email in emails or email in seen:
             continue
         name = guest.name
-        if not name or name.lower() == guest.email:
+        if not name or name.lower() == email:
             continue
-        if _may_be_one_of(name, guest.email, names, first_names):
+        if _may_be_one_of(name, email, names, first_names):
             continue
-        seen.add(guest.email)
+        seen.add(email)
         out.append(
             DerivedMemory(
-                content=f"{owner_name} has a contact: {name} ({guest.email})",
+                content=f"{owner_name} has a contact: {name} ({email})",
                 category=Category.RELATIONSHIP,
                 importance=CONTACT_IMPORTANCE,
                 kind="contact",

@@ -258,12 +258,10 @@ class FormationService:
             elif speaker is None and not sources and len(speakers) == 1:
                 speaker = next(iter(speakers))
             if thread.kind is ThreadKind.DM:
-                assert thread.user_id is not None
-                placed.append((fact, Partition.dm(thread.user_id), thread.user_id))
+                placed.append((fact, Partition.dm(thread.dm_user_id), thread.dm_user_id))
                 continue
             if fact.about == "circle":
-                assert thread.circle_id is not None
-                placed.append((fact, Partition.circle(thread.circle_id), speaker))
+                placed.append((fact, Partition.circle(thread.group_circle_id), speaker))
                 continue
             if speaker is None:
                 log.info(
@@ -331,18 +329,20 @@ class FormationService:
             )
             if action == "NONE":
                 report.facts_unchanged += 1
-            elif action == "DELETE":
-                assert target is not None
+            elif action == "DELETE" and target is not None:
                 if await self.facts.invalidate(target.id, at=self.clock.now(), reason="deleted"):
                     report.facts_invalidated += 1
-            elif action == "UPDATE" and decision is not None and not decision.contradiction:
-                assert target is not None
+            elif (
+                action == "UPDATE"
+                and target is not None
+                and decision is not None
+                and not decision.contradiction
+            ):
                 merged = decision.content or contents[i]
                 if await self.writer.reword(target.id, merged, reason="refined"):
                     report.facts_updated += 1
                     new_texts.append(merged)
-            elif action == "UPDATE":
-                assert target is not None
+            elif action == "UPDATE" and target is not None:
                 await self._contradiction(
                     thread, fact, partition, provenance, target, speaker, report
                 )
@@ -438,15 +438,14 @@ class FormationService:
         session_id = user_messages[-1].session_id
         speaker = user_messages[-1].user_id
         if thread.kind is ThreadKind.GROUP:
-            assert thread.circle_id is not None
-            circle_p: Partition | None = Partition.circle(thread.circle_id)
-            session_p = Partition.circle(thread.circle_id)
-            user_p = Partition.member(thread.circle_id, speaker) if speaker else None
+            circle_id = thread.group_circle_id
+            circle_p: Partition | None = Partition.circle(circle_id)
+            session_p = Partition.circle(circle_id)
+            user_p = Partition.member(circle_id, speaker) if speaker else None
         else:
-            assert thread.user_id is not None
             circle_p = None
-            session_p = Partition.dm(thread.user_id)
-            user_p = Partition.dm(thread.user_id)
+            session_p = Partition.dm(thread.dm_user_id)
+            user_p = Partition.dm(thread.dm_user_id)
         ctx = ReflectContext.model_validate(
             {
                 **conversation.model_dump(),
@@ -471,15 +470,13 @@ class FormationService:
             scope = item.scope
             partition: Partition
             if scope is ReflectionScope.CIRCLE and thread.kind is ThreadKind.GROUP:
-                assert thread.circle_id is not None
-                partition = Partition.circle(thread.circle_id)
+                partition = Partition.circle(thread.group_circle_id)
             elif scope is ReflectionScope.SESSION:
                 partition = session_p
             else:
                 scope = ReflectionScope.USER
                 if thread.kind is ThreadKind.DM:
-                    assert thread.user_id is not None
-                    partition = Partition.dm(thread.user_id)
+                    partition = Partition.dm(thread.dm_user_id)
                 else:
                     # Whose note it is comes from the model only among this batch's
                     # speakers; guessing (say, the last speaker) could file one member's

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory.errors import AlfredError
+
 
 class Visibility(StrEnum):
     """Where a memory was said: the circle's group (``shared``) or a private DM (``dm``)."""
@@ -150,10 +152,30 @@ class Thread(BaseModel):
         """
         if self.kind is ThreadKind.DM:
             return Partition.dm(speaker_id)
-        assert self.circle_id is not None
         if about_circle:
-            return Partition.circle(self.circle_id)
-        return Partition.member(self.circle_id, speaker_id)
+            return Partition.circle(self.group_circle_id)
+        return Partition.member(self.group_circle_id, speaker_id)
+
+    @property
+    def group_circle_id(self) -> str:
+        """The circle of a group thread. The validator binds every group thread to one,
+        so this raises only when asked of a DM thread (a caller's mistake)."""
+        if self.circle_id is None:
+            raise AlfredError(f"thread {self.id} is a {self.kind.value} thread, not a group")
+        return self.circle_id
+
+    @property
+    def dm_user_id(self) -> str:
+        """The person of a DM thread; raises only when asked of a group thread."""
+        if self.user_id is None:
+            raise AlfredError(f"thread {self.id} is a {self.kind.value} thread, not a DM")
+        return self.user_id
+
+    def home_partition(self) -> Partition:
+        """The thread's own partition: its circle's for a group, its person's for a DM."""
+        if self.kind is ThreadKind.GROUP:
+            return Partition.circle(self.group_circle_id)
+        return Partition.dm(self.dm_user_id)
 
 
 class Viewer(BaseModel):

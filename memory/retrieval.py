@@ -264,9 +264,11 @@ class Retriever:
         task.add_done_callback(self._background.discard)
 
     async def _safe_access(self, ids: list[str], at: datetime) -> None:
-        assert self._on_access is not None
+        on_access = self._on_access
+        if on_access is None:
+            return
         try:
-            await self._on_access(ids, at)
+            await on_access(ids, at)
         except Exception as exc:
             log.info("access tracking failed: %s", type(exc).__name__)
 

@@ -47,7 +47,7 @@ from memory.job_ports import (
     ThreadLocks,
     describe_error,
 )
-from memory.models import Partition, ReflectionScope, Thread, ThreadKind
+from memory.models import Partition, ReflectionScope, Thread
 from memory.ports import Clock
 from services.job_config import JobsConfig
 
@@ -190,11 +190,7 @@ class RequestOutcome:
 
 def session_partition(thread: Thread) -> Partition:
     """Where a thread's session reflections live (as formation writes them)."""
-    if thread.kind is ThreadKind.GROUP:
-        assert thread.circle_id is not None
-        return Partition.circle(thread.circle_id)
-    assert thread.user_id is not None
-    return Partition.dm(thread.user_id)
+    return thread.home_partition()
 
 
 async def process_request(
@@ -279,7 +275,8 @@ async def _enqueue(
     """Queue a request's job and record it; False (and logged) when the queue is down:
     the request stays pending and the requeue cron queues it later. A request already
     ``queued`` whose job arq still holds keeps its queue time (the requeue age)."""
-    assert rt.queue is not None
+    if rt.queue is None:  # no queue configured: the request stays pending
+        return False
     try:
         queued = await rt.queue.enqueue_form(request_id)
     except rt.errors.queue_down as exc:
@@ -394,8 +391,9 @@ async def recover_orphans(rt: JobsRuntime) -> list[str]:
     runs it again now rather than after arq's in-progress timeout. A false positive is
     harmless: the lock still lets only one run form the thread.
     """
-    assert rt.queue is not None
     queue = rt.queue
+    if queue is None:  # without a queue no job can be in progress
+        return []
 
     async def orphaned(request: FormationRequest) -> bool:
         if not await queue.in_progress_for(request.id):

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from memory.errors import NotFound
 from memory.flags import MemoryFlags
 from memory.models import CircleMove, Thread, Viewer
 from memory.ports import Clock
@@ -81,7 +82,11 @@ class Membership:
             circle = await d.upsert_circle(inc.chat_id, inc.chat_title, now)
             await d.add_member(circle.id, user.id)
             thread = await d.thread(circle.id)
-            assert thread is not None
+            if thread is None:  # upsert_circle made it; a concurrent move or purge removed it
+                raise NotFound(
+                    f"the thread of group {circle.id} vanished while registering a message",
+                    hint="the group was just moved or purged; its next message registers it",
+                )
         else:
             thread = await d.dm_thread(user.id, inc.chat_id, now)
         return thread, await d.viewer(user.id, thread)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -21,6 +22,7 @@ from memory.retrieval import RetrievalConfig
 from migrations import MigrationContext, migrate
 from runtime.bundle import Services
 from runtime.container import build_services
+from runtime.embedded import stop_before_removal
 from runtime.settings import Settings
 
 #: The options every benchmark takes.
@@ -88,4 +90,5 @@ async def bench_world(
             await services.aclose()
     finally:
         if data_dir is None:
+            await asyncio.to_thread(stop_before_removal, folder)
             shutil.rmtree(folder, ignore_errors=True)

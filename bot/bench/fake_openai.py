@@ -485,9 +485,9 @@ class FakeOpenAI:
     # -- HTTP -----------------------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+        task = asyncio.current_task()  # asyncio.start_server runs each client in a task
+        if task is not None:
+            self._connections.add(task)
         try:
             while True:
                 request = await self._read_request(reader)

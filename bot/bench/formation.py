@@ -43,7 +43,9 @@ from rich.table import Table
 from bot.bench.fake_answers import bag_of_words, estimate_tokens, formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import DatabaseOps, count_database_ops, database_bytes, peak_rss_mb
+from memory.errors import NotFound
 from memory.llm import Usage
+from runtime.embedded import stop_before_removal
 
 if TYPE_CHECKING:
     from integrations.redis.connection import RedisHandle
@@ -288,7 +290,8 @@ async def run_bench(
             for user_id, _ in PEOPLE:
                 await directory.add_member(circle.id, str(user_id))
             group = await directory.thread(circle.id)
-            assert group is not None
+            if group is None:  # upsert_circle creates it; only a concurrent purge removes it
+                raise NotFound(f"the bench group's thread {circle.id} vanished")
             threads: list[tuple[Thread, list[str]]] = [(group, [str(u) for u, _ in PEOPLE])]
             for user_id, _ in PEOPLE:
                 dm = await directory.dm_thread(str(user_id), user_id, now)
@@ -380,9 +383,14 @@ def register(app: typer.Typer) -> None:
             transient=True,
         )
         with tempfile.TemporaryDirectory(prefix="alfred-bench-") as tmp, progress:
-            figures = asyncio.run(
-                run_bench(Path(tmp), formations, messages, seed, via_jobs, progress, model_latency)
-            )
+            try:
+                figures = asyncio.run(
+                    run_bench(
+                        Path(tmp), formations, messages, seed, via_jobs, progress, model_latency
+                    )
+                )
+            finally:
+                stop_before_removal(tmp)
         summary = figures.summary()
         if as_json:
             sys.stdout.write(json.dumps(summary) + "\n")

@@ -26,10 +26,11 @@ from telegram import Update
 from bot.telegram.app import build_application
 from bot.telegram.offline_bot_api import OfflineBotAPI
 from memory.clock import ManualClock
-from memory.errors import BadInput
+from memory.errors import BadInput, NotFound
 from memory.models import Thread, Viewer
 from runtime.bundle import Services
 from runtime.container import build_assistant, build_services
+from runtime.embedded import stop_before_removal
 from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -393,7 +394,8 @@ class Replay:
                 thread = await d.thread(circle.id)
         else:
             thread = await d.dm_thread(str(self.names.user(name)), self.names.user(name), now)
-        assert thread is not None
+        if thread is None:
+            raise NotFound(f"the thread {where} vanished while the replay registered {who}")
         return await d.viewer(str(uid), thread)
 
     async def probe(self, who: str, where: str, query: str) -> dict[str, Any]:
@@ -560,7 +562,8 @@ async def run_script(settings: Settings, events: list[tuple[int, str, Any]], emi
 
 @asynccontextmanager
 async def data_folder(path: Path | None) -> AsyncIterator[Path]:
-    """The given folder, or a temporary one removed afterwards."""
+    """The given folder, or a temporary one removed afterwards, its embedded servers
+    stopped first (else they outlive it and try to save into a folder that is gone)."""
     if path is not None:
         await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
         yield path
@@ -569,4 +572,5 @@ async def data_folder(path: Path | None) -> AsyncIterator[Path]:
     try:
         yield tmp
     finally:
+        await asyncio.to_thread(stop_before_removal, tmp)
         await asyncio.to_thread(shutil.rmtree, tmp, ignore_errors=True)

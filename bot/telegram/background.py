@@ -10,9 +10,10 @@ requests are written to the MongoDB outbox and formed once a worker can reach th
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 from integrations.redis.connection import RedisHandle
-from integrations.redis.queue import JobQueue
+from integrations.redis.queue import CLOSE_ERRORS, JobQueue
 from jobs.config import queue_name
 from jobs.inprocess import InprocessWorker, start_inprocess_worker
 from memory.errors import AlfredError
@@ -44,12 +45,23 @@ class Background:
         await self.trigger.after_message(thread_id)
 
     async def aclose(self) -> None:
+        """Stop the worker, close the queue and Redis. Each step runs even if Redis died
+        and an earlier one failed, so the embedded server's lease is always let go."""
         if self.worker is not None:
-            await self.worker.stop()
+            await _quietly("stopping the in-process worker", self.worker.stop())
         if self.queue is not None:
-            await self.queue.close()
+            await _quietly("closing the job queue", self.queue.close())
         if self.redis is not None:
-            await self.redis.close()
+            await _quietly("closing Redis", self.redis.close())
+
+
+async def _quietly(what: str, step: Awaitable[object]) -> None:
+    """Run a shutdown step; a dead Redis makes it fail, which must not stop the bot's
+    shutdown (nor raise out of it): logged and passed over."""
+    try:
+        await step
+    except CLOSE_ERRORS as exc:
+        log.warning("%s failed, Redis is unreachable: %r", what, exc)
 
 
 async def start_background(services: Services, settings: Settings) -> Background:

@@ -126,7 +126,8 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                         host=settings.webhook_listen,
                         port=settings.webhook_port,
                     )
-                assert application.updater is not None
+                if application.updater is None:
+                    raise ConfigurationError("the Telegram application has no updater to poll")
                 await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
                 log.info("polling Telegram as @%s", application.bot.username)
                 try:
@@ -173,7 +174,10 @@ def webhook_secret(settings: Settings) -> str:
                 hint="use 1-256 characters, only A-Z, a-z, 0-9, _ and -",
             )
         return secret
-    assert settings.telegram_bot_token is not None
+    if settings.telegram_bot_token is None:
+        raise ConfigurationError(
+            "TELEGRAM_BOT_TOKEN is not set", hint="a webhook needs WEBHOOK_SECRET or the token"
+        )
     token = settings.telegram_bot_token.get_secret_value().encode()
     return hmac.new(token, b"alfred webhook secret", hashlib.sha256).hexdigest()
 
@@ -201,7 +205,8 @@ async def _serve_webhook(
     routes: list[web.RouteDef] | None = None,
     readiness: tuple[Any, Any] | None = None,
 ) -> None:
-    assert settings.webhook_url is not None
+    if settings.webhook_url is None:
+        raise ConfigurationError("WEBHOOK_URL is not set", hint="set it to serve a webhook")
     secret = webhook_secret(settings)
     path = webhook_path(settings.webhook_url)
     app = make_web_app(

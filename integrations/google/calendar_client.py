@@ -226,7 +226,8 @@ class GoogleCalendarClient:
         return self.current_tokens() != self._initial
 
     def current_tokens(self) -> TokenBundle:
-        assert self._creds is not None
+        if self._creds is None:  # set in __post_init__; None only before it ran
+            return self.tokens
         return with_credentials(self.tokens, self._creds)
 
     def _build(self) -> Any:

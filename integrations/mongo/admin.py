@@ -28,6 +28,7 @@ from integrations.mongo.codec import (
     reflection_from_doc,
 )
 from integrations.mongo.outbox import FORMATION_REQUESTS
+from integrations.mongo.upsert import upsert
 from memory.constants import (
     CIRCLES,
     CLARIFICATIONS,
@@ -304,7 +305,8 @@ class MongoAdminQueries:
     # --- job runs ---------------------------------------------------------------------
 
     async def job_started(self, name: str, job_id: str, at: datetime) -> None:
-        await self._db[JOB_RUNS].update_one(
+        await upsert(
+            self._db[JOB_RUNS],
             {"_id": name},
             {
                 "$set": {
@@ -316,7 +318,6 @@ class MongoAdminQueries:
                 },
                 "$inc": {"runs": 1},
             },
-            upsert=True,
         )
 
     async def job_finished(

@@ -19,6 +19,7 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from integrations.mongo.upsert import upsert
 from memory.calendar_ports import CalendarConnection, MemoryLink
 
 Document = dict[str, Any]
@@ -70,7 +71,8 @@ class MongoCalendarStore:
         self, user_id: str, nonce: str, verifier: str, expires_at: datetime, now: datetime
     ) -> None:
         """Remember the one link in flight for ``user_id`` (a new link replaces it)."""
-        await self._conn.update_one(
+        await upsert(
+            self._conn,
             {"_id": user_id},
             {
                 "$set": {
@@ -78,7 +80,6 @@ class MongoCalendarStore:
                 },
                 "$setOnInsert": {"status": "new", "created_at": now},
             },
-            upsert=True,
         )
 
     async def take_pending(self, user_id: str, nonce: str, now: datetime) -> str | None:
@@ -94,7 +95,8 @@ class MongoCalendarStore:
     async def save_connected(self, user_id: str, tokens: str, now: datetime) -> None:
         """A fresh connection: new tokens, sync from scratch, nobody else may add events
         unless the person had said so before."""
-        await self._conn.update_one(
+        await upsert(
+            self._conn,
             {"_id": user_id},
             {
                 "$set": {
@@ -112,7 +114,6 @@ class MongoCalendarStore:
                 "$inc": {"generation": 1},
                 "$setOnInsert": {"created_at": now, "allow_others_to_create": False},
             },
-            upsert=True,
         )
 
     async def save_tokens(self, user_id: str, tokens: str) -> None:
@@ -276,7 +277,8 @@ class MongoCalendarStore:
         now: datetime,
     ) -> None:
         """Tie a context fact to its event (idempotent: re-delivery refreshes it)."""
-        await self._links.update_one(
+        await upsert(
+            self._links,
             {"_id": f"{owner_user_id}:{event_id}:{fact_id}"},
             {
                 "$set": {
@@ -290,7 +292,6 @@ class MongoCalendarStore:
                 },
                 "$setOnInsert": {"created_at": now},
             },
-            upsert=True,
         )
 
     async def set_generation(self, link_ids: list[str], generation: int) -> None:

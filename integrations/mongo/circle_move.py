@@ -22,6 +22,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from integrations.mongo.upsert import upsert
 from memory.constants import (
     CIRCLES,
     CONSOLIDATED,
@@ -117,13 +118,13 @@ async def _move_partition_versions(db: AsyncDatabase[Document], old_id: str, new
     coll = db[PARTITIONS]
     async for doc in coll.find({"circle_id": old_id}):
         partition = _moved_partition(doc, new_id)
-        await coll.update_one(
+        await upsert(
+            coll,
             {"_id": partition.key()},
             {
                 "$inc": {"version": int(doc.get("version", 0)) + 1},
                 "$setOnInsert": partition.as_fields(),
             },
-            upsert=True,
         )
         await coll.delete_one({"_id": doc["_id"]})
 
@@ -175,7 +176,8 @@ async def move_circle_documents(
     if old is None or old_id == new_id:
         return move
     members = list(old.get("member_ids", []))
-    await circles.update_one(
+    await upsert(
+        circles,
         {"_id": new_id},
         {
             "$set": {
@@ -186,7 +188,6 @@ async def move_circle_documents(
             "$setOnInsert": {"created_at": old.get("created_at", at)},
             "$addToSet": {"member_ids": {"$each": members}, "moved_from": old_id},
         },
-        upsert=True,
     )
     await _move_thread(db, old_id, new_id, new_chat_id)
     for _ in range(SWEEPS):  # until a pass finds nothing more under the old id

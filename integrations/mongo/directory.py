@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
+from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
 from memory.models import FORGET_CHOICE, Circle, SessionTick, Thread, ThreadKind, User, Viewer
@@ -66,16 +66,15 @@ class MongoDirectory:
     async def upsert_user(
         self, telegram_user_id: int, name: str, username: str | None, at: datetime
     ) -> User:
-        doc = await self._users.find_one_and_update(
+        """The user, created on first sight; safe when two replicas see them at once."""
+        doc = await upsert_returning(
+            self._users,
             {"_id": str(telegram_user_id)},
             {
                 "$set": {"name": name, "username": username, "telegram_user_id": telegram_user_id},
                 "$setOnInsert": {"created_at": at},
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
-        assert doc is not None
         return user_from_doc(doc)
 
     async def user(self, user_id: str) -> User | None:
@@ -108,17 +107,16 @@ class MongoDirectory:
     async def upsert_circle(self, telegram_chat_id: int, title: str | None, at: datetime) -> Circle:
         """The circle of a group, created on first sight (and un-archived if the bot is back)."""
         circle_id = str(telegram_chat_id)
-        doc = await self._circles.find_one_and_update(
+        doc = await upsert_returning(
+            self._circles,
             {"_id": circle_id},
             {
                 "$set": {"title": title, "telegram_chat_id": telegram_chat_id, "archived_at": None},
                 "$setOnInsert": {"created_at": at, "member_ids": []},
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
-        assert doc is not None
-        await self._threads.update_one(
+        await upsert(
+            self._threads,
             {"_id": circle_id},
             {
                 "$set": {"title": title},
@@ -129,7 +127,6 @@ class MongoDirectory:
                     "created_at": at,
                 },
             },
-            upsert=True,
         )
         return circle_from_doc(doc)
 
@@ -169,7 +166,8 @@ class MongoDirectory:
     # --- threads and viewers ----------------------------------------------------
 
     async def dm_thread(self, user_id: str, telegram_chat_id: int | None, at: datetime) -> Thread:
-        doc = await self._threads.find_one_and_update(
+        doc = await upsert_returning(
+            self._threads,
             {"_id": user_id},
             {
                 "$setOnInsert": {
@@ -179,10 +177,7 @@ class MongoDirectory:
                     "created_at": at,
                 }
             },
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
         )
-        assert doc is not None
         return thread_from_doc(doc)
 
     async def thread(self, thread_id: str) -> Thread | None:

@@ -18,6 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
+from integrations.mongo.upsert import upsert
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
 from memory.privacy import and_visible, visibility_filter
@@ -44,10 +45,10 @@ class MongoFactStore:
     # --- writes -------------------------------------------------------------------
 
     async def _bump(self, partition: Partition) -> None:
-        await self._partitions.update_one(
+        await upsert(
+            self._partitions,
             {"_id": partition.key()},
             {"$inc": {"version": 1}, "$setOnInsert": partition.as_fields()},
-            upsert=True,
         )
 
     async def add(self, fact: Fact) -> tuple[Fact, bool]:

@@ -26,6 +26,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from integrations.mongo.search_indexes import reconcile_search_indexes
+from integrations.mongo.upsert import upsert
 from memory.constants import FACTS, SCHEMA_MIGRATIONS
 from memory.errors import ConfigurationError, Unavailable
 from memory.ports import Clock, Embedder
@@ -227,7 +228,8 @@ async def migrate(
             ctx.log(f"applying {migration.version:04d} {migration.name}")
             await migration.up(ctx)
             lock.check()
-            await ctx.db[SCHEMA_MIGRATIONS].update_one(
+            await upsert(
+                ctx.db[SCHEMA_MIGRATIONS],
                 {"_id": f"v{migration.version:04d}"},
                 {
                     "$set": {
@@ -237,7 +239,6 @@ async def migrate(
                         "applied_by": lock.owner,
                     }
                 },
-                upsert=True,
             )
             done.append(migration)
         schema_exists = 1 in st.applied or any(m.version == 1 for m in done)

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -25,6 +24,7 @@ from integrations.mongo.codec import (
     reflection_from_doc,
     reflection_to_doc,
 )
+from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, PARTITIONS, REFLECTIONS
 from memory.models import (
     Clarification,
@@ -49,10 +49,10 @@ class MongoNotes:
         self._partitions = db[PARTITIONS]
 
     async def _bump(self, partition: Partition) -> None:
-        await self._partitions.update_one(
+        await upsert(
+            self._partitions,
             {"_id": partition.key()},
             {"$inc": {"notes_version": 1}, "$setOnInsert": partition.as_fields()},
-            upsert=True,
         )
 
     async def notes_versions(self, viewer: Viewer) -> dict[str, int]:
@@ -150,13 +150,9 @@ class MongoNotes:
             "session_id": doc.get("session_id"),
         }
         doc_id = doc.pop("_id")
-        saved = await self._consolidated.find_one_and_update(
-            key,
-            {"$set": doc, "$setOnInsert": {"_id": doc_id}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
+        saved = await upsert_returning(
+            self._consolidated, key, {"$set": doc, "$setOnInsert": {"_id": doc_id}}
         )
-        assert saved is not None
         await self._bump(blob.partition)
         return consolidated_from_doc(saved)
 

@@ -34,6 +34,8 @@ TRANSIENT_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, BusyLoadingE
 UNREACHABLE_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 #: Any failure to enqueue (the trigger never lets one reach a reply).
 ENQUEUE_ERRORS: Final = (RedisError, OSError)
+#: What closing a client or a worker on a dead server raises: stopping ignores them.
+CLOSE_ERRORS: Final = (RedisError, OSError, TimeoutError)
 
 
 _STATES = {

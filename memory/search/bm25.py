@@ -108,8 +108,7 @@ class BM25Index:
         slot = self._slot_of.pop(doc_id, None)
         if slot is None:
             return False
-        counts = self._doc_terms[slot]
-        assert counts is not None
+        counts = self._doc_terms[slot] or Counter()  # an indexed slot always has its terms
         for term in counts:
             postings = self._postings[term]
             del postings[slot]
@@ -257,5 +256,6 @@ class BM25Index:
 
     def _id(self, slot: int) -> str:
         doc_id = self._ids[slot]
-        assert doc_id is not None
+        if doc_id is None:  # search only scores slots with postings, which are live
+            raise KeyError(f"BM25 slot {slot} holds no document")
         return doc_id

@@ -76,14 +76,14 @@ class ScopeIndex:
     def put(self, fact: Fact) -> None:
         """Index ``fact`` (replacing an earlier revision of it)."""
         self.remove(fact.id)
+        embedding = fact.embedding
         usable = (
-            fact.embedding is not None
+            embedding is not None
             and fact.embedding_model == self.model_name
-            and len(fact.embedding) == self.dimensions
+            and len(embedding) == self.dimensions
         )
-        if usable:
-            assert fact.embedding is not None
-            self.vectors.add(fact.id, np.asarray(fact.embedding, dtype=np.float32))
+        if usable and embedding is not None:
+            self.vectors.add(fact.id, np.asarray(embedding, dtype=np.float32))
         self.bm25.add(fact.id, fact.content)
         self.facts[fact.id] = IndexedFact(
             id=fact.id,

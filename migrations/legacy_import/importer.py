@@ -15,6 +15,7 @@ from pymongo.errors import DuplicateKeyError
 from integrations.mongo.codec import consolidated_to_doc
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.notes import MongoNotes
+from integrations.mongo.upsert import upsert
 from memory.constants import (
     CONSOLIDATED,
     CONSOLIDATED_WORD_LIMIT,
@@ -22,7 +23,7 @@ from memory.constants import (
     PARTITIONS,
     REFLECTIONS,
 )
-from memory.errors import AlfredError
+from memory.errors import AlfredError, ConfigurationError
 from memory.facts import clip_words
 from memory.ids import content_hash
 from memory.models import (
@@ -133,10 +134,10 @@ class LegacyImporter:
         """Enter a written (or deliberately not written) record in the ledger."""
         if self.dry_run:
             return
-        await self.db[LEGACY_LEDGER].update_one(
+        await upsert(
+            self.db[LEGACY_LEDGER],
             {"_id": record_id},
             {"$setOnInsert": {"kind": kind, "at": self.clock.now()}},
-            upsert=True,
         )
 
     async def _write_reflection(self, reflection: Reflection, kind: str, legacy_id: str) -> bool:
@@ -354,10 +355,10 @@ class LegacyImporter:
         else:
             return False
         # The always-in-context cache watches this version (as MongoNotes does).
-        await self.db[PARTITIONS].update_one(
+        await upsert(
+            self.db[PARTITIONS],
             {"_id": blob.partition.key()},
             {"$inc": {"notes_version": 1}, "$setOnInsert": blob.partition.as_fields()},
-            upsert=True,
         )
         return True
 
@@ -492,17 +493,19 @@ class LegacyImporter:
                 self.report.written[FACTS] += 1
             self.report.embedded += len(todo)
             return
-        assert self.embedder is not None  # import_legacy refuses a real run without one
-        vectors = await self.embedder.embed([f.content for f in todo])
-        if vectors.shape != (len(todo), self.embedder.dimensions):
+        embedder = self.embedder
+        if embedder is None:  # import_legacy refuses a real run without one
+            raise ConfigurationError("the legacy import needs an embedder to store facts")
+        vectors = await embedder.embed([f.content for f in todo])
+        if vectors.shape != (len(todo), embedder.dimensions):
             raise ValueError(f"the embedder returned shape {vectors.shape} for {len(todo)} texts")
         self.report.embedded += len(todo)
         for fact, vector in zip(todo, vectors, strict=True):
             fact = fact.model_copy(
                 update={
                     "embedding": [float(x) for x in vector],
-                    "embedding_model": self.embedder.model_name,
-                    "embedding_dims": self.embedder.dimensions,
+                    "embedding_model": embedder.model_name,
+                    "embedding_dims": embedder.dimensions,
                 }
             )
             _stored, is_new = await self.facts.add(fact)

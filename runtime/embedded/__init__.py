@@ -6,7 +6,7 @@ returns a lease with the server's URL; the supervisor (``python -m
 runtime.embedded.supervisor``) owns the server process.
 """
 
-from runtime.embedded.lease import EmbeddedLease, acquire
+from runtime.embedded.lease import EmbeddedLease, acquire, stop_before_removal
 from runtime.embedded.state import Kind
 
-__all__ = ["EmbeddedLease", "Kind", "acquire"]
+__all__ = ["EmbeddedLease", "Kind", "acquire", "stop_before_removal"]

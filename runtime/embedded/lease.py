@@ -193,16 +193,16 @@ def _running(paths: EmbeddedPaths, port: int, deadline: float) -> ServerState | 
 def _clear_orphan(paths: EmbeddedPaths) -> None:
     """Wait out a server whose supervisor died, so the new one can open the data."""
     state = read_state(paths)
-    if state is not None and process_alive(state.server_pid, state.server_started):
-        assert state.server_pid is not None
+    pid = state.server_pid if state is not None else None
+    if state is not None and pid is not None and process_alive(pid, state.server_started):
         if not sys.platform.startswith("linux"):  # on Linux PDEATHSIG has sent it already
             with contextlib.suppress(ProcessLookupError):
-                os.kill(state.server_pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM)
         give_up = time.monotonic() + ORPHAN_WAIT
-        while process_alive(state.server_pid, state.server_started):
+        while process_alive(pid, state.server_started):
             if time.monotonic() >= give_up:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(state.server_pid, signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                 time.sleep(0.2)
                 break
             time.sleep(0.05)
@@ -313,3 +313,44 @@ def acquire(
                 _unregister(paths)
                 raise
     return EmbeddedLease(paths, state)
+
+
+def _kill(pid: int | None, started: int | None) -> None:
+    if pid is not None and process_alive(pid, started):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def stop_before_removal(data_dir: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
+    """Stop the embedded servers of a data folder that is about to be deleted.
+
+    A command that made a throw-away folder calls this after releasing its leases and
+    before removing the folder: otherwise the servers outlive it, stopping only after
+    the supervisor's grace period, and try to save into a folder that no longer exists.
+    Each supervisor gets ``SIGUSR1`` (stop now, nothing worth saving) while we hold the
+    folder's lock, so no other process can take the server over meanwhile; whatever is
+    still alive after ``timeout`` seconds is killed. Leases do not count: whoever holds
+    one would lose the folder anyway.
+    """
+    folder = Path(data_dir).expanduser().absolute()
+    for kind in KINDS:
+        paths = EmbeddedPaths(folder, kind)
+        if not paths.state.exists():
+            continue
+        deadline = time.monotonic() + timeout
+        with _folder_lock(paths, deadline):
+            state = read_state(paths)
+            if state is None:
+                continue
+            sup, sup_started = state.supervisor_pid, state.supervisor_started
+            if process_alive(sup, sup_started):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(sup, signal.SIGUSR1)
+            while time.monotonic() < deadline and (
+                process_alive(sup, sup_started)
+                or process_alive(state.server_pid, state.server_started)
+            ):
+                time.sleep(POLL)
+            _kill(state.server_pid, state.server_started)
+            _kill(sup, sup_started)
+            remove(paths.state)

@@ -92,5 +92,10 @@ def server_command(kind: Kind, paths: EmbeddedPaths, port: int, program: Path) -
         "appendonly yes\n"  # queued jobs survive a restart
         "appendfsync everysec\n"
         "save 3600 1 300 100 60 10000\n"
+        # SIGTERM saves, but exits even when the save fails (a folder deleted under it):
+        # without "force" Valkey refuses to stop and is left running with no owner.
+        "shutdown-on-sigterm force\n"
+        # Name the config file, hence the data folder, in `ps`: whose server is this?
+        'proc-title-template "{title} {listen-addr} {server-mode} {config-file}"\n'
     )
     return [str(program), str(config)]

@@ -7,6 +7,12 @@ publishes where it listens in ``DIR/<kind>.json``, and stops it once no live pro
 held a lease in ``DIR/<kind>.leases/`` for ``--grace`` seconds. If the supervisor itself
 is killed, the kernel stops the server too (``PR_SET_PDEATHSIG`` on Linux), so a server is
 never left running without anyone to stop it.
+
+A data folder may also vanish: a command that made a throw-away folder removes it after
+asking us to stop (``SIGUSR1``: stop now, nothing worth saving), and someone may delete a
+data folder right after a run. Either way there is nothing left to save, so the server is
+killed rather than asked to save into a folder that is gone (Valkey refuses to exit when
+it cannot save), and the supervisor exits cleanly instead of failing on the missing files.
 """
 
 from __future__ import annotations
@@ -94,6 +100,8 @@ class Supervisor:
         self.program = program
         self.proc: subprocess.Popen[bytes] | None = None
         self.stop_requested = False
+        self.discard_requested = False  # SIGUSR1: the folder is about to be deleted
+        self._folder_id = _identity(paths.data_dir)
         self._log_offset = 0  # where this run's server output starts in the log
         self.log: IO[str] = open(paths.log, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
 
@@ -103,6 +111,12 @@ class Supervisor:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self.stop_requested = True
+        if signum == signal.SIGUSR1:
+            self.discard_requested = True
+
+    def folder_gone(self) -> bool:
+        """Whether the data folder was deleted (or replaced by another) under us."""
+        return _identity(self.paths.data_dir) != self._folder_id
 
     # -- start ---------------------------------------------------------------------
 
@@ -198,11 +212,17 @@ class Supervisor:
 
     # -- stop ----------------------------------------------------------------------
 
-    def _stop_server(self, why: str) -> None:
+    def _stop_server(self, why: str, *, discard: bool = False) -> None:
+        """SIGTERM (the server saves and exits), or with ``discard`` SIGKILL: its data
+        folder is gone or about to be, and a save into it could only fail."""
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
         self.note(f"stopping the server (pid {proc.pid}): {why}")
+        if discard:
+            proc.kill()
+            proc.wait()
+            return
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=STOP_TIMEOUT)
@@ -213,8 +233,16 @@ class Supervisor:
 
     @contextlib.contextmanager
     def _folder_lock(self, wait: float) -> Iterator[bool]:
-        """The clients' lock, so nobody reuses the server while it is being stopped."""
-        with open(self.paths.lock, "a") as handle:
+        """The clients' lock, so nobody reuses the server while it is being stopped.
+
+        Yields False when it cannot be had in time, or at all (the folder was deleted).
+        """
+        try:
+            handle = open(self.paths.lock, "a")  # noqa: SIM115 - closed by the with below
+        except OSError:
+            yield False
+            return
+        with handle:
             deadline = time.monotonic() + wait
             while True:
                 try:
@@ -245,6 +273,13 @@ class Supervisor:
             remove(self.paths.state)
             self._stop_server(why)
 
+    def discard(self, why: str) -> None:
+        """Stop at once, without saving and without the lock: the folder is going away
+        (the client that asked holds the lock while it waits for us)."""
+        with contextlib.suppress(OSError):
+            remove(self.paths.state)
+        self._stop_server(why, discard=True)
+
     def _publish(self, port: int = 0) -> None:
         """Write the state file: "starting" until the server answers, then its URL."""
         me, server = os.getpid(), self.proc.pid if self.proc and port else None
@@ -262,18 +297,21 @@ class Supervisor:
 
     # -- run -----------------------------------------------------------------------
 
-    def monitor(self) -> int:
+    def monitor(self, proc: subprocess.Popen[bytes]) -> int:
         """Watch the server and the leases until one of them says to stop."""
-        assert self.proc is not None
         last_client = time.monotonic()
         next_scan = 0.0
         while True:
+            if self.discard_requested:
+                self.discard("its data folder is about to be deleted")
+                return EXIT_OK
             if self.stop_requested:
                 self.shutdown("asked to stop by a signal")
                 return EXIT_OK
-            code = self.proc.poll()
+            code = proc.poll()
             if code is not None:
-                remove(self.paths.state)
+                with contextlib.suppress(OSError):
+                    remove(self.paths.state)
                 self.note(
                     f"the server exited on its own with code {code}: "
                     f"{log_tail(self.paths.log, self._log_offset, lines=3) or 'no output'}"
@@ -282,6 +320,9 @@ class Supervisor:
             now = time.monotonic()
             if now >= next_scan:
                 next_scan = now + LEASE_SCAN
+                if self.folder_gone():
+                    self.discard(f"its data folder {self.paths.data_dir} was deleted")
+                    return EXIT_OK
                 if live_leases(self.paths):
                     last_client = now
                 elif now - last_client >= self.grace:
@@ -294,6 +335,7 @@ class Supervisor:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGUSR1, self._on_signal)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         remove(self.paths.error)
         other = read_state(self.paths)
@@ -314,7 +356,7 @@ class Supervisor:
             port = self.start()
         except _StopRequested:
             # The client that started us holds the lock while it waits: do not take it.
-            self._stop_server("asked to stop during start-up")
+            self._stop_server("asked to stop during start-up", discard=self.discard_requested)
             remove(self.paths.state)
             write_failure(self.paths, Unavailable(self.component, "stopped during start-up"))
             return EXIT_OK
@@ -324,9 +366,27 @@ class Supervisor:
             write_failure(self.paths, exc)
             self.note(f"start-up failed: {exc.one_line()}")
             return EXIT_CONFIG if isinstance(exc, ConfigurationError) else EXIT_UNAVAILABLE
+        proc = self.proc
+        if proc is None:  # start() returns a port only after spawning the server
+            raise Unavailable(self.component, "the server was not started")
         self._publish(port)
-        self.note(f"server pid {self.proc.pid if self.proc else '?'} listens on port {port}")
-        return self.monitor()
+        self.note(f"server pid {proc.pid} listens on port {port}")
+        return self.monitor(proc)
+
+    def stop_on_crash(self) -> None:
+        """Our own failure must not orphan the server: stop it before we die. A folder
+        that is gone gets no save (see the module docstring)."""
+        with contextlib.suppress(Exception):
+            self._stop_server("the supervisor failed", discard=self.folder_gone())
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """The folder's device and inode, or None once it is gone."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -361,7 +421,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    return supervisor.run()
+    try:
+        return supervisor.run()
+    except BaseException:
+        supervisor.stop_on_crash()
+        raise
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ async def _matcher(ctx: AdminContext, target: Target) -> Callable[[Partition], b
     tid = target.id
     if target.kind == "all":
         return lambda _: True
+    if tid is None:  # Target refuses this; an unknown target matches nothing
+        return None
     if target.kind == "thread":
-        assert tid is not None
         thread = await directory.thread(tid)
         if thread is None:
             return None
@@ -63,11 +64,9 @@ async def _matcher(ctx: AdminContext, target: Target) -> Callable[[Partition], b
         dm = Partition.dm(thread.user_id or "")
         return lambda p: p == dm
     if target.kind == "user":
-        assert tid is not None
         if await directory.user(tid) is None:
             return None
         return lambda p: p.owner_user_id == tid
-    assert tid is not None
     if await directory.circle(tid) is None:
         return None
     return lambda p: p.circle_id == tid

@@ -79,7 +79,8 @@ async def calendar_command(calendar: CalendarFeature, viewer: Viewer, args: str 
 
 async def _status(calendar: CalendarFeature, user_id: str) -> str:
     connection = await calendar.store.get(user_id)
-    assert connection is not None
+    if connection is None:  # disconnected since the caller looked
+        return "Your Google Calendar is not connected. Send /calendar connect to connect it."
     email = await calendar.account_email(connection)
     lines = [f"Your Google Calendar{f' ({email})' if email else ''} is connected."]
     if connection.last_sync_at is not None:

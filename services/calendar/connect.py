@@ -20,6 +20,7 @@ from memory.calendar_ports import (
     ConnectionNotSaved,
     InvalidState,
     Notify,
+    TokenCipher,
 )
 from memory.errors import AlfredError, ConfigurationError
 from memory.ids import new_id
@@ -38,22 +39,25 @@ OnConnected = Callable[[str], Awaitable[None]]
 T = TypeVar("T")
 
 
-def _require(calendar: CalendarFeature) -> None:
+def _require(calendar: CalendarFeature) -> TokenCipher:
+    """The feature's cipher, or :class:`ConfigurationError` saying why connecting is off."""
     problem = calendar.problem()
     if problem is not None:
         raise ConfigurationError(problem)
+    if calendar.cipher is None:
+        raise ConfigurationError("Google Calendar is not configured (no key for its links)")
+    return calendar.cipher
 
 
 async def start_connect(calendar: CalendarFeature, user_id: str) -> str:
     """The consent URL for ``user_id``; valid for 10 minutes, once. Raises
     :class:`ConfigurationError` (with words for the person) when connecting is impossible."""
-    _require(calendar)
-    assert calendar.cipher is not None
+    cipher = _require(calendar)
     now = calendar.clock.now()
     nonce = new_id()
-    state = calendar.cipher.sign_state(user_id, nonce, now)
+    state = cipher.sign_state(user_id, nonce, now)
     url, verifier = calendar.google.consent_url(state)
-    sealed = calendar.cipher.encrypt({"v": verifier})
+    sealed = cipher.encrypt({"v": verifier})
     await calendar.store.set_pending(user_id, nonce, sealed, now + STATE_TTL, now)
     return url
 
@@ -75,14 +79,13 @@ async def finish_connect(calendar: CalendarFeature, state: str, code: str) -> st
     Raises :class:`InvalidState` (bad, expired or used link), ``ConnectRefused``,
     ``Unavailable`` (Google's token endpoint is down) or :class:`ConnectionNotSaved`.
     """
-    _require(calendar)
-    assert calendar.cipher is not None
+    cipher = _require(calendar)
     now = calendar.clock.now()
-    claims = calendar.cipher.verify_state(state, now)
+    claims = cipher.verify_state(state, now)
     sealed = await _saved(calendar.store.take_pending(claims.user_id, claims.nonce, now))
     if sealed is None:
         raise InvalidState("the link was already used, or a newer one was asked for")
-    verifier = str(calendar.cipher.decrypt(sealed).get("v") or "") or None
+    verifier = str(cipher.decrypt(sealed).get("v") or "") or None
     tokens = await calendar.google.exchange_code(code, verifier)
     sealed_tokens = calendar.encrypt_tokens(tokens)
     await _saved(calendar.store.save_connected(claims.user_id, sealed_tokens, now))

@@ -65,8 +65,7 @@ def event_partition(
     if from_thread is None:
         return Partition.dm(owner_user_id)
     if from_thread.kind is ThreadKind.DM:
-        assert from_thread.user_id is not None
-        return Partition.dm(from_thread.user_id)
+        return Partition.dm(from_thread.dm_user_id)
     return from_thread.partition_for(creator_user_id or owner_user_id)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from memory.errors import ConfigurationError, Unavailable
-from runtime.embedded import EmbeddedLease, Kind, acquire
+from runtime.embedded import EmbeddedLease, Kind, acquire, stop_before_removal
 from runtime.embedded.probe import answers
 from runtime.embedded.state import (
     EmbeddedPaths,
@@ -324,3 +325,30 @@ async def test_a_fixed_free_port_is_used(tmp_path: Path) -> None:
     with await take("redis", tmp_path, port=port) as lease:
         assert lease.port == port and lease.url == f"redis://127.0.0.1:{port}/0"
     await server_stopped(lease)
+
+
+@pytest.mark.parametrize("kind", ["mongo", "redis"])
+async def test_a_deleted_data_folder_stops_its_server(tmp_path: Path, kind: Kind) -> None:
+    """Someone deletes the data folder while a client still holds its lease: nothing is
+    left to save, so the supervisor kills the server and exits, neither crashing on the
+    missing files nor leaving Valkey refusing SIGTERM because it cannot save."""
+    folder = tmp_path / "data"
+    with await take(kind, folder) as lease:
+        assert process_alive(lease.server_pid)
+        await asyncio.to_thread(shutil.rmtree, folder)
+        await eventually(lambda: not process_alive(lease.server_pid), "server process exits")
+        await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor exits")
+
+
+@pytest.mark.parametrize("kind", ["mongo", "redis"])
+async def test_stop_before_removal_stops_the_servers_at_once(tmp_path: Path, kind: Kind) -> None:
+    """A command about to remove its throw-away folder stops its servers first, without
+    waiting for the grace period: when the call returns, both processes are gone."""
+    folder = tmp_path / "throwaway"
+    with await take(kind, folder, timeout=60) as lease:
+        pass
+    await asyncio.to_thread(stop_before_removal, folder)
+    assert not process_alive(lease.server_pid, None)
+    assert not process_alive(lease.supervisor_pid, None)
+    assert not EmbeddedPaths(folder, kind).state.exists()
+    assert "about to be deleted" in EmbeddedPaths(folder, kind).log.read_text()

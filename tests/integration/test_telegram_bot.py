@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -45,6 +46,7 @@ from bot.telegram.run import run_bot
 from integrations.mongo.connection import MongoHandle
 from integrations.redis.connection import RedisHandle
 from memory.errors import ConfigurationError
+from runtime.embedded import acquire
 from runtime.settings import Settings
 from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
 from services.reply.commands import UNKNOWN_COMMAND
@@ -1010,3 +1012,30 @@ async def test_a_failed_move_still_delivers_the_reply_and_the_announcement_retri
             tg.text_message(supergroup, ann, "@alfred where is the spare key?")
         )
         assert "under the mat" in again["text"]
+
+
+# --------------------------------------------------------------------------------------
+# Stopping after a dependency died
+# --------------------------------------------------------------------------------------
+
+
+async def test_stopping_after_redis_died_does_not_raise(bot_env: Any, tmp_path: Path) -> None:
+    """Redis dies under the running bot (its queue, its in-process worker); a SIGTERM
+    afterwards must still stop ``run_bot`` cleanly, not raise the dead connection."""
+    lease = acquire("redis", tmp_path / "own-redis")  # not the session's: this one dies
+    try:
+        async with FakeTelegram(bot_username="alfred") as tg:
+            async with bot_env(tg, redis_url=SecretStr(lease.url)) as bot:
+                alice = tg.user("Alice", username="alice")
+                dm = tg.private_chat(alice)
+                sent = await bot.say(tg.text_message(dm, alice, "remember that I like figs"))
+                assert _texts(sent) == [GOT_IT]  # the trigger queued a job on this Redis
+                for pid in (lease.supervisor_pid, lease.server_pid):
+                    if pid is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                await asyncio.sleep(1.5)  # the worker polls the dead server meanwhile
+            # bot_env has set ``stop`` and awaited run_bot: it returned without raising
+            assert bot.task.done() and bot.task.exception() is None
+    finally:
+        lease.release()

@@ -137,3 +137,34 @@ def test_only_entry_points_import_the_composition_root() -> None:
     outside = [m for m in importers if m.split(".")[0] not in ENTRY_POINTS]
     assert not outside, f"only entry points may import the composition root: {outside}"
     assert len(importers) <= MAX_ROOT_IMPORTERS, importers
+
+
+#: ``assert`` statements production code may keep, as {"path": count}, each with its
+#: reason. An assert is skipped under ``python -O`` and raises a bare AssertionError
+#: otherwise, so none may guard what the world (a database, a user, a race) can produce;
+#: narrowing a type for mypy is done with a real check. None are kept today.
+ALLOWED_ASSERTS: dict[str, int] = {}
+
+
+def _asserts(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+
+
+def test_no_production_module_asserts() -> None:
+    found: dict[str, list[int]] = {}
+    for name in PACKAGES:
+        for path in sorted((ROOT / name).rglob("*.py")):
+            lines = _asserts(path)
+            if lines:
+                found[str(path.relative_to(ROOT))] = lines
+    unexpected = {
+        where: lines for where, lines in found.items() if len(lines) != ALLOWED_ASSERTS.get(where)
+    }
+    assert not unexpected, f"assert in production code (use a real check): {unexpected}"
+
+
+def test_the_assert_check_finds_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('def f(doc: dict | None) -> dict:\n    assert doc is not None, "x"\n')
+    assert _asserts(module) == [2]
