@@ -114,6 +114,7 @@ async def startup(ctx: Ctx) -> None:
             lambda: redis_client,
             host=settings.metrics_listen,
             port=settings.metrics_port,
+            token=settings.metrics_token,
         )
     if not ctx.get("recover_on_startup", True):
         return

@@ -18,17 +18,26 @@ is built, which may be before the services exist (or while they are being rebuil
 and a getter returning ``None`` simply reports the component as "not started".
 Errors are reported by exception type only: a driver message can carry a connection
 string with a password.
+
+The server listens on loopback unless ``METRICS_LISTEN`` says otherwise, and with
+``METRICS_TOKEN`` set every one of its paths wants ``Authorization: Bearer <token>``
+(:func:`bearer_guard`); Prometheus sends it with ``authorization: {credentials: …}``.
+The webhook listener's ``/healthz`` and ``/readyz`` stay open: they say only "up" or
+"down", and a load balancer's probe often cannot send a header.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import SecretStr
 
 from runtime.metrics import DATABASE, QUEUE, AlfredMetrics, get_metrics
 
@@ -36,6 +45,10 @@ log = logging.getLogger(__name__)
 
 #: A ready replica's dependencies answer a ping well under a second; slower is "down".
 PING_TIMEOUT_S: Final = 1.0
+#: Loopback: the operators' endpoints are not for the internet unless someone says so.
+DEFAULT_HOST: Final = "127.0.0.1"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class _HasDb(Protocol):
@@ -118,7 +131,7 @@ def make_handlers(
     metrics: AlfredMetrics | None = None,
     *,
     timeout_s: float = PING_TIMEOUT_S,
-) -> dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]]:
+) -> dict[str, Handler]:
     """The three handlers, by path (for apps that route them their own way)."""
 
     def _metrics() -> AlfredMetrics:
@@ -192,14 +205,42 @@ def add_health_routes(
         app.router.add_get(path, handler)
 
 
+def bearer_guard(token: SecretStr) -> Middleware:
+    """Middleware that answers 401 unless the request carries ``Bearer <token>``.
+
+    The comparison is :func:`hmac.compare_digest` on bytes, so its time does not tell
+    how much of a guess was right. The scheme is matched without regard to case, as
+    RFC 9110 says; a missing header, another scheme and a wrong token get the same 401.
+    """
+    expected = token.get_secret_value().encode("utf-8")
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        offered = given.strip().encode("utf-8", "replace")
+        # Both sides are compared even when the scheme is wrong: one path, one timing.
+        matches = hmac.compare_digest(offered, expected)
+        if scheme.lower() != "bearer" or not matches:
+            return web.json_response(
+                {"error": "unauthorized"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="alfred"'},
+            )
+        return await handler(request)
+
+    return guard
+
+
 def make_health_app(
     services_getter: ServicesGetter,
     redis_getter: RedisGetter,
     metrics: AlfredMetrics | None = None,
+    *,
+    token: SecretStr | None = None,
 ) -> web.Application:
     """A web app with only the health routes: for polling mode and arq workers, which
-    have no webhook server to hang them on."""
-    app = web.Application()
+    have no webhook server to hang them on. With ``token``, every path needs it."""
+    app = web.Application(middlewares=[bearer_guard(token)] if token is not None else [])
     add_health_routes(app, services_getter, redis_getter, metrics)
     return app
 
@@ -208,22 +249,31 @@ async def start_health_server(
     services_getter: ServicesGetter,
     redis_getter: RedisGetter,
     *,
-    host: str = "0.0.0.0",
+    host: str = DEFAULT_HOST,
     port: int = 9100,
     metrics: AlfredMetrics | None = None,
+    token: SecretStr | None = None,
 ) -> web.AppRunner:
     """Serve :func:`make_health_app` on ``host:port``; ``await runner.cleanup()`` stops it."""
-    runner = web.AppRunner(make_health_app(services_getter, redis_getter, metrics))
+    app = make_health_app(services_getter, redis_getter, metrics, token=token)
+    runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
-    log.info("health and metrics on %s:%d", host, port)
+    log.info(
+        "health and metrics on %s:%d (%s)",
+        host,
+        port,
+        "bearer token required" if token is not None else "no token",
+    )
     return runner
 
 
 __all__ = [
+    "DEFAULT_HOST",
     "PING_TIMEOUT_S",
     "ServicesLike",
     "add_health_routes",
+    "bearer_guard",
     "check_dependencies",
     "make_handlers",
     "make_health_app",

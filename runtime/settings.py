@@ -72,10 +72,23 @@ class ProcessSettings(_Concern):
     log_level: str = "INFO"
     embedded_start_timeout: float = Field(default=30.0, gt=0)
     # Prometheus /metrics, /healthz and /readyz for operators (0 turns the server off).
-    metrics_listen: str = "0.0.0.0"
+    # Loopback unless configured: metrics name models, job names and queue depths, which
+    # nobody outside the machine needs; a container sets 0.0.0.0 for its own network.
+    metrics_listen: str = "127.0.0.1"
     metrics_port: int = Field(default=9100, ge=0, le=65535)
+    # When set, those endpoints answer only "Authorization: Bearer <token>".
+    metrics_token: SecretStr | None = None
 
     _log_level_choice = field_validator("log_level")(_one_of)
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _blank_token_is_none(cls, value: object) -> object:
+        """``METRICS_TOKEN=`` (as left in a copied .env) means no token, not the empty one:
+        an empty bearer would be a lock anyone opens."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
     def data_dir(self) -> Path:
         """The absolute data folder (resolved against the working directory)."""

@@ -82,6 +82,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                     lambda: redis_client,
                     host=settings.metrics_listen,
                     port=settings.metrics_port,
+                    token=settings.metrics_token,
                 )
             except OSError as exc:  # the bot is more important than its metrics
                 log.warning(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
 from pymongo import AsyncMongoClient
@@ -21,6 +21,23 @@ from integrations.modes import Mode
 from memory.errors import ConfigurationError, Unavailable
 
 Document = dict[str, Any]
+
+#: Every write Alfred makes waits until a majority of the replica set has it in its
+#: on-disk journal (``w: "majority", j: true``).
+#:
+#: Why the client and not a few collections: the writes a person was told about are not
+#: only the fact itself. "Got it, I'll remember that." also rests on the journal entry of
+#: their message, the directory's new user and thread, the outbox row that makes the
+#: reply exactly-once, and a correction or a forget touches facts, notes and summaries.
+#: One setting at the connection covers all of them, and no adapter written later can
+#: forget it. Why it costs little: MongoDB 5.0+ already defaults replica sets to
+#: ``majority`` (journaled by ``writeConcernMajorityJournalDefault``), so on Atlas this
+#: makes the default explicit and keeps it when a cluster's default is lowered (an
+#: arbiter makes it ``w:1``); a standalone mongod acknowledges ``majority`` once the write
+#: is journaled. The embedded server also fsyncs every commit (``--sync-on-commit``, see
+#: :mod:`runtime.embedded.servers`), so there ``j`` adds nothing. It is fixed, not read
+#: from the URI: a ``w=1`` there would quietly take back a promise made to the user.
+WRITE_CONCERN: Final[dict[str, Any]] = {"w": "majority", "journal": True}
 
 
 class Lease(Protocol):
@@ -92,6 +109,7 @@ async def connect_mongo(
             serverSelectionTimeoutMS=timeout_ms,
             connectTimeoutMS=timeout_ms,
             appname="alfred",
+            **WRITE_CONCERN,
         )
     except (InvalidURI, PyMongoConfigurationError, ValueError) as exc:
         if lease is not None:

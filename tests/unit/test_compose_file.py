@@ -117,6 +117,20 @@ def test_every_environment_key_is_a_setting_or_known(services: dict[str, Any]) -
         assert not unknown, f"{name}: {unknown} are not Alfred settings"
 
 
+def test_metrics_reach_the_compose_network_only(services: dict[str, Any]) -> None:
+    """Alfred's default listen address is loopback; in a container that would hide the
+    metrics from Prometheus in the next one, so the file opens them to its own network,
+    and publishes nothing of port 9100 on the host."""
+    for name in ("bot", "worker"):
+        assert services[name]["environment"]["METRICS_LISTEN"] == "0.0.0.0"
+        assert "9100" in [str(port) for port in services[name]["expose"]]
+        published = [str(port) for port in services[name].get("ports", [])]
+        assert not any("9100" in port for port in published), (name, published)
+    # With METRICS_TOKEN set in .env, the bot's own health check sends it.
+    bot_check = " ".join(services["bot"]["healthcheck"]["test"])
+    assert "METRICS_TOKEN" in bot_check and "Bearer" in bot_check
+
+
 def test_start_order(services: dict[str, Any]) -> None:
     for name in ("bot", "worker"):
         _healthy(services[name], "mongodb")
