@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import test_utils as aiotest
+from aiohttp import web
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.connection import MongoHandle
@@ -100,3 +102,19 @@ async def migrated_db(
         MigrationContext(db=db, atlas_search=False, embedding_dims=384, log=lambda _: None)
     )
     return db
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Any]:
+    """Start a real server for an app; every client is closed at the end."""
+    clients: list[aiotest.TestClient[Any, Any]] = []
+
+    async def start(app: web.Application) -> aiotest.TestClient[Any, Any]:
+        client: aiotest.TestClient[Any, Any] = aiotest.TestClient(aiotest.TestServer(app))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        await client.close()

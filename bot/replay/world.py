@@ -401,7 +401,7 @@ class Replay:
     async def probe(self, who: str, where: str, query: str) -> dict[str, Any]:
         viewer = await self.viewer(who, where)
         session = await self._session(viewer.thread.id)
-        memory = await self.assistant.context_for(viewer, query, session)
+        memory = await self.assistant.conversation.context_for(viewer, query, session)
         always, block, retrieved, scored = (
             memory.always,
             memory.facts_block,

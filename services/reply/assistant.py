@@ -50,10 +50,9 @@ from memory.rules.intents import (
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.commands import ChatCommands
-from services.reply.conversation import Conversation, MemoryContext
+from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
-from services.reply.lookups import TurnLookups
 
 log = logging.getLogger(__name__)
 
@@ -108,20 +107,6 @@ class Assistant:
     @property
     def flags(self) -> MemoryFlags:
         return self.d.flags()
-
-    async def context_for(
-        self,
-        viewer: Viewer,
-        text: str,
-        session_id: str | None,
-        *,
-        bypass_heuristic: bool = False,
-        lookups: TurnLookups | None = None,
-    ) -> MemoryContext:
-        """The memory that would enter the prompt (replay probes use it)."""
-        return await self.conversation.context_for(
-            viewer, text, session_id, bypass_heuristic=bypass_heuristic, lookups=lookups
-        )
 
     # --- the path -------------------------------------------------------------------------
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import aiohttp.test_utils as aiotest
 import pytest
 import yaml  # type: ignore[import-untyped]
-from aiohttp import web
 from pydantic import SecretStr
 
 from runtime.health import make_health_app, start_health_server
@@ -30,21 +27,6 @@ PATHS = ("/healthz", "/readyz", "/metrics")
 #: What each path answers once let in, with nothing started: /readyz says "not ready".
 OPEN_STATUS = {"/healthz": 200, "/readyz": 503, "/metrics": 200}
 TOKEN = "s3cret-metrics-Token"
-
-
-@pytest.fixture
-async def client_for() -> AsyncIterator[Any]:
-    clients: list[aiotest.TestClient[Any, Any]] = []
-
-    async def start(app: web.Application) -> aiotest.TestClient[Any, Any]:
-        client: aiotest.TestClient[Any, Any] = aiotest.TestClient(aiotest.TestServer(app))
-        await client.start_server()
-        clients.append(client)
-        return client
-
-    yield start
-    for client in clients:
-        await client.close()
 
 
 def _settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:

@@ -13,12 +13,11 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp.test_utils as aiotest
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
@@ -95,22 +94,6 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture
-async def client_for() -> AsyncIterator[Any]:
-    """Start a real server for an app; every client is closed at the end."""
-    clients: list[aiotest.TestClient[Any, Any]] = []
-
-    async def start(app: web.Application) -> aiotest.TestClient[Any, Any]:
-        client: aiotest.TestClient[Any, Any] = aiotest.TestClient(aiotest.TestServer(app))
-        await client.start_server()
-        clients.append(client)
-        return client
-
-    yield start
-    for client in clients:
-        await client.close()
 
 
 # --- recording ---------------------------------------------------------------------------
