@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, json_task_handler
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
+from integrations.openai_llm import OpenAILLM, RetryPolicy
 from memory.always import AlwaysInContext
 from memory.clock import ManualClock
 from memory.consolidation import ConsolidationService
@@ -28,7 +30,7 @@ NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 
 
 class World:
-    def __init__(self, db: AsyncDatabase[dict[str, Any]], llm: ScriptedLLM) -> None:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]], llm: ScriptedLLM | OpenAILLM) -> None:
         self.clock = ManualClock(NOW)
         self.directory = MongoDirectory(db)
         self.journal = MongoJournal(db)
@@ -309,6 +311,44 @@ async def test_three_failed_jobs_set_the_batch_aside_and_later_messages_still_fo
     assert again.messages == len(GROUP_TALK) and again.facts_added == 1
     assert await w.journal.set_aside_counts() == {}
     assert await migrated_db["messages"].count_documents({"formed": False}) == 0
+
+
+async def test_garbage_from_the_model_server_leaves_the_batch_for_a_later_formation(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """Through the real adapter and the local fake OpenAI server: prose instead of JSON,
+    twice (the answer and its corrective retry), fails the batch; once the server
+    answers properly the same batch forms."""
+    async with FakeOpenAI() as server:
+        llm = OpenAILLM.for_endpoint(
+            api_key="k",
+            base_url=server.base_url,
+            fast_model="fast",
+            slow_model="slow",
+            chat_model="chat",
+            timeout=5.0,
+            retry=RetryPolicy(attempts=1),
+        )
+        try:
+            w = World(migrated_db, llm)
+            group, _ = await w.setup()
+            await w.journal_lines(group, GROUP_TALK)
+            server.set_handler(lambda r: completion("Sure! Alice likes peanuts, I think."))
+
+            with pytest.raises(FormationFailed):
+                await w.formation.form_thread(group.id)
+            assert len(server.chat_requests) == 2, "the answer and one corrective retry"
+            assert len(await w.journal.unformed(group.id)) == len(GROUP_TALK)
+            assert await w.facts.current_in_partition(Partition.member(group.id, "1")) == []
+
+            server.set_handler(json_task_handler())
+            report = await w.formation.form_thread(group.id)
+            assert report.facts_added == 1 and report.failed_steps == []
+            assert await w.journal.unformed(group.id) == []
+            sent: list[RecordedRequest] = server.chat_requests
+            assert sent[-1].json["response_format"]["type"] == "json_schema"
+        finally:
+            await llm.aclose()
 
 
 async def test_rerun_after_crash_duplicates_nothing(
