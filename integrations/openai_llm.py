@@ -282,6 +282,9 @@ class OpenAILLM:
             calls = [c for c in message.tool_calls or [] if c.type == "function"]
             if not calls or not may_call:
                 text = (message.content or "").strip()
+                cut = result.choices[0].finish_reason == "length"
+                if not text and cut:
+                    raise LLMTruncated(task.name, max_tokens_for(task.name, task.tier))
                 if not text:
                     raise LLMOutputError(task.name, "the model returned no text")
                 return ChatOutcome(text=text, tool_calls=used)
@@ -329,8 +332,9 @@ class OpenAILLM:
     ) -> ChatCompletion:
         """One completion; transient failures retried, every failure an ``AlfredError``.
 
-        ``shape`` asks for an answer of that model's JSON schema; ``finish_reason:
-        length`` raises :class:`LLMTruncated` (a cut-off answer is never valid).
+        ``shape`` asks for an answer of that model's JSON schema; then ``finish_reason:
+        length`` raises :class:`LLMTruncated` (cut-off JSON is never valid). A cut-off
+        chat reply is still readable text: :meth:`chat` decides.
         """
         failures = 0
         while True:
@@ -383,7 +387,8 @@ class OpenAILLM:
             )
             if result.choices[0].finish_reason == "length":
                 log.warning("llm %s: the answer was cut off at %s tokens", purpose, max_tokens)
-                raise LLMTruncated(purpose, max_tokens)
+                if shape is not None:
+                    raise LLMTruncated(purpose, max_tokens)
             return result
 
     async def _request(

@@ -897,3 +897,15 @@ async def test_a_truncated_answer_raises_llm_truncated_without_a_second_call(
     assert raised.value.max_tokens == max_tokens_for("extract_facts", ModelTier.FAST)
     assert "cut off" in raised.value.message
     assert len(fake.chat_requests) == 1
+
+
+async def test_a_cut_off_chat_reply_keeps_its_text_and_an_empty_one_is_truncated(
+    fake: FakeOpenAI, llm: OpenAILLM
+) -> None:
+    fake.enqueue(completion("Here is the first half of", finish_reason="length"))
+    fake.enqueue(completion("", finish_reason="length"))
+
+    outcome = await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
+    assert outcome.text == "Here is the first half of"
+    with pytest.raises(LLMTruncated):
+        await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
