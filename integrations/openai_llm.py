@@ -1,11 +1,12 @@
 """The :class:`memory.llm.LLM` port over any OpenAI-compatible chat-completions endpoint.
 
-Structured tasks go out as JSON-mode requests and come back as the task's pydantic
-response model; the chat path runs a bounded tool-calling loop. The adapter owns its
-retry policy (the SDK's own retries are switched off) so that it is explicit, the same
-for every endpoint, and testable with tiny delays. Every ``openai`` exception is
-translated here into :mod:`memory.errors`, so nothing above this module knows which SDK
-ran.
+Structured tasks go out with the JSON schema of the task's pydantic response model
+(falling back to JSON mode, then to the prompt alone, on endpoints that refuse it) and
+a token budget, and come back as that model; the chat path runs a bounded tool-calling
+loop. The adapter owns its retry policy (the SDK's own retries are switched off) so
+that it is explicit, the same for every endpoint, and testable with tiny delays. Every
+``openai`` exception is translated here into :mod:`memory.errors`, so nothing above this
+module knows which SDK ran.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from openai.types.chat import (
 )
 from pydantic import BaseModel, ValidationError
 
+from integrations.llm_wire import OutputMode, max_tokens_for, response_format
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
     ChatOutcome,
     ChatTask,
     LLMOutputError,
+    LLMTruncated,
     ModelTier,
     PromptMessage,
     Task,
@@ -145,8 +148,9 @@ class OpenAILLM:
         self._sleep = sleep
         self._owns_client = owns_client
         self._usage = Usage()
-        # Servers that reject ``response_format`` get prompts alone after the first 400.
-        self._json_mode = True
+        # The strongest answer shape this endpoint accepts: a server that refuses a
+        # ``response_format`` (a 400 naming it) gets the next mode from then on.
+        self._output_mode = OutputMode.JSON_SCHEMA
 
     @classmethod
     def for_endpoint(
@@ -187,6 +191,11 @@ class OpenAILLM:
         return self._usage
 
     @property
+    def output_mode(self) -> OutputMode:
+        """How answers are shaped on this endpoint, as learnt from its refusals so far."""
+        return self._output_mode
+
+    @property
     def models(self) -> Mapping[ModelTier, str]:
         """The model name each tier sends."""
         return dict(self._models)
@@ -202,7 +211,8 @@ class OpenAILLM:
         """Answer ``task`` for ``ctx`` as ``task.response_model``.
 
         A malformed or invalid answer is retried once with the validation error shown to
-        the model; a second one raises :class:`LLMOutputError`. Transport failures are
+        the model; a second one raises :class:`LLMOutputError`. An answer cut off at the
+        token budget raises :class:`LLMTruncated` at once. Transport failures are
         retried per :class:`RetryPolicy`, then raise :class:`Unavailable` /
         :class:`RateLimited`; a refused request raises :class:`BadInput`.
         """
@@ -210,8 +220,11 @@ class OpenAILLM:
         messages = [_to_param(m) for m in task.build(ctx)]
         detail = ""  # why the answer was invalid, without the model's words (for logs)
         told = ""  # the same with an excerpt of the answer (for the model only)
+        budget = max_tokens_for(task.name, task.tier)
         for attempt in (1, 2):
-            result = await self._complete(task.name, model, messages, json_mode=True)
+            result = await self._complete(
+                task.name, model, messages, shape=task.response_model, max_tokens=budget
+            )
             content, refusal = _content(result)
             try:
                 if refusal:
@@ -263,11 +276,15 @@ class OpenAILLM:
                 convo,
                 tools=tool_params or None,
                 tool_choice=None if may_call or not tool_params else "none",
+                max_tokens=max_tokens_for(task.name, task.tier),
             )
             message = result.choices[0].message
             calls = [c for c in message.tool_calls or [] if c.type == "function"]
             if not calls or not may_call:
                 text = (message.content or "").strip()
+                cut = result.choices[0].finish_reason == "length"
+                if not text and cut:
+                    raise LLMTruncated(task.name, max_tokens_for(task.name, task.tier))
                 if not text:
                     raise LLMOutputError(task.name, "the model returned no text")
                 return ChatOutcome(text=text, tool_calls=used)
@@ -308,16 +325,25 @@ class OpenAILLM:
         model: str,
         messages: list[ChatCompletionMessageParam],
         *,
-        json_mode: bool = False,
+        shape: type[BaseModel] | None = None,
+        max_tokens: int | None = None,
         tools: list[ChatCompletionToolParam] | None = None,
         tool_choice: str | None = None,
     ) -> ChatCompletion:
-        """One completion; transient failures retried, every failure an ``AlfredError``."""
+        """One completion; transient failures retried, every failure an ``AlfredError``.
+
+        ``shape`` asks for an answer of that model's JSON schema; then ``finish_reason:
+        length`` raises :class:`LLMTruncated` (cut-off JSON is never valid). A cut-off
+        chat reply is still readable text: :meth:`chat` decides.
+        """
         failures = 0
         while True:
             kwargs: dict[str, Any] = {}
-            if json_mode and self._json_mode:
-                kwargs["response_format"] = {"type": "json_object"}
+            if max_tokens is not None:
+                kwargs["max_tokens"] = max_tokens
+            wanted = response_format(self._output_mode, purpose, shape) if shape else None
+            if wanted is not None:
+                kwargs["response_format"] = wanted
             if tools:
                 kwargs["tools"] = tools
             if tool_choice:
@@ -342,9 +368,15 @@ class OpenAILLM:
                 await self._sleep(delay)
                 continue
             except BadInput as exc:
-                if "response_format" in kwargs and "response_format" in exc.message:
-                    log.warning("llm: %s refuses response_format; using prompts alone", model)
-                    self._json_mode = False
+                if "response_format" in kwargs and _refuses_format(exc.message):
+                    refused = self._output_mode
+                    self._output_mode = OutputMode(refused - 1)
+                    log.warning(
+                        "llm: %s refuses response_format %s; using %s",
+                        model,
+                        refused.name.lower(),
+                        self._output_mode.name.lower(),
+                    )
                     continue
                 raise
             usage = result.usage
@@ -353,6 +385,10 @@ class OpenAILLM:
                 prompt_tokens=usage.prompt_tokens if usage else 0,
                 completion_tokens=usage.completion_tokens if usage else 0,
             )
+            if result.choices[0].finish_reason == "length":
+                log.warning("llm %s: the answer was cut off at %s tokens", purpose, max_tokens)
+                if shape is not None:
+                    raise LLMTruncated(purpose, max_tokens)
             return result
 
     async def _request(
@@ -415,6 +451,12 @@ def _translate(exc: openai.OpenAIError, model: str) -> AlfredError | _Transient:
             )
         return Unavailable(COMPONENT, text)
     return Unavailable(COMPONENT, f"{type(exc).__name__}: {_clip(str(exc), 300)}")
+
+
+def _refuses_format(message: str) -> bool:
+    """Whether a 400 says the endpoint does not support the answer shape we asked for."""
+    lowered = message.lower()
+    return "response_format" in lowered or "json_schema" in lowered
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

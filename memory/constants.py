@@ -45,3 +45,7 @@ RETRIEVAL_BUDGET_MS: Final = 500
 RETRIEVAL_MIN_LIMIT: Final = 5
 RETRIEVAL_MAX_LIMIT: Final = 15
 RRF_K: Final = 60
+
+#: Formation jobs that may fail on one batch (the model's answer invalid each time)
+#: before its messages are set aside for an operator's ``retry-formation``.
+FORMATION_MAX_FAILURES: Final = 3

@@ -14,8 +14,16 @@ may only touch a candidate it was shown, so a model cannot reach into another pa
 
 Re-running a batch after a crash duplicates nothing: facts are unique per (partition,
 content hash), reflection ids are derived from the batch and their content, and the
-messages are marked formed only at the end. A step whose answer is malformed is skipped
-and logged with the batch id; the others still run, and nothing is marked lost.
+messages are marked formed only at the end.
+
+A batch is never marked formed with nothing learned because of a model error: when the
+fact extraction's answer is invalid (after its one corrective retry, or cut off at its
+token budget) the batch stays unformed, the failure is counted on its messages and
+:class:`FormationFailed` goes up, so the job backs off and a later job tries again.
+After :data:`FORMATION_MAX_FAILURES` failed jobs the batch is set aside (kept, counted,
+retried on an operator's demand) and the thread's later messages form as usual. The
+update decisions and reflections build on facts already in hand: when one of those
+answers is invalid the step is skipped and logged with the batch id, and the rest runs.
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ from datetime import datetime
 import numpy as np
 
 from memory.constants import (
+    FORMATION_MAX_FAILURES,
     FORMATION_MIN_MESSAGES,
     REFLECTION_MAX_WORDS,
     UPDATE_CANDIDATE_SIMILARITY,
 )
+from memory.errors import AlfredError
 from memory.facts import FactWriter, clip_words
 from memory.flags import MemoryFlags
 from memory.ids import new_id
@@ -86,6 +96,21 @@ class FormationReport:
     llm_calls: int = 0
     skipped: str | None = None
     failed_steps: list[str] = field(default_factory=list)
+    #: The model's answer was invalid: the batch stays unformed (retried, or set aside).
+    batch_failed: bool = False
+    #: Messages set aside by this run after their batch failed too often.
+    set_aside: int = 0
+
+
+class FormationFailed(AlfredError):
+    """The model's answer to a batch was invalid: nothing was learned and nothing is
+    marked formed. Retryable: the duty backs off and a later job forms the batch."""
+
+    def __init__(self, report: FormationReport, cause: BaseException) -> None:
+        super().__init__(
+            f"formation of batch {report.batch_id} (thread {report.thread_id}) failed: {cause}"
+        )
+        self.report = report
 
 
 def batch_id_for(messages: Sequence[Message]) -> str:
@@ -176,7 +201,9 @@ class FormationService:
         )
         extract_ctx = ExtractFactsContext.model_validate(conversation.model_dump())
         if any(m.role is Role.USER for m in learnable):
-            extracted = await self._extract(extract_ctx, report)
+            extracted = await self._extract(extract_ctx, messages, report)
+            if report.set_aside:
+                return report
             placed = self._place(thread, extracted, learnable, report)
             new_texts = await self._decide_and_apply(thread, placed, messages, report)
             await self._reflect(thread, conversation, new_texts, user_messages, report)
@@ -212,14 +239,37 @@ class FormationService:
     # --- step 1: facts --------------------------------------------------------------
 
     async def _extract(
-        self, ctx: ExtractFactsContext, report: FormationReport
+        self, ctx: ExtractFactsContext, batch: Sequence[Message], report: FormationReport
     ) -> list[ExtractedFact]:
+        """The batch's facts. An invalid answer fails the batch (see the module
+        docstring): counted on its messages, then set aside or raised for a retry."""
+        calls_before = self.llm.usage.total_calls
         try:
             return (await self.llm.run(EXTRACT_FACTS, ctx)).facts
         except LLMOutputError as exc:
             report.failed_steps.append("extract_facts")
-            log.warning("formation batch=%s: fact extraction skipped: %s", report.batch_id, exc)
-            return []
+            report.batch_failed = True
+            report.llm_calls = self.llm.usage.total_calls - calls_before
+            report.set_aside = await self.journal.note_formation_failure(
+                [m.id for m in batch], self.clock.now(), set_aside_after=FORMATION_MAX_FAILURES
+            )
+            if report.set_aside:
+                log.error(
+                    "formation batch=%s thread=%s: set aside after %d failed jobs "
+                    "(%d messages; alfred admin retry-formation forms them again): %s",
+                    report.batch_id,
+                    report.thread_id,
+                    FORMATION_MAX_FAILURES,
+                    report.set_aside,
+                    exc,
+                )
+                return []
+            log.warning(
+                "formation batch=%s: fact extraction failed, the batch stays unformed: %s",
+                report.batch_id,
+                exc,
+            )
+            raise FormationFailed(report, exc) from exc
 
     def _place(
         self,
@@ -528,4 +578,4 @@ def new_reflection_id() -> str:
     return new_id()
 
 
-__all__ = ["Category", "FormationReport", "FormationService", "batch_id_for"]
+__all__ = ["Category", "FormationFailed", "FormationReport", "FormationService", "batch_id_for"]

@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from memory.errors import Unavailable
-from memory.formation import FormationReport
+from memory.formation import FormationFailed, FormationReport
 from memory.models import Thread
 
 #: Characters of an error kept on a request: enough to diagnose, never a transcript.
@@ -192,7 +192,8 @@ class JobErrors:
     Redis connection error) are added by the composition root, so the use cases never
     import a driver.
 
-    * ``transient``: a dependency is down or slow: retry later, never give up at once;
+    * ``transient``: a dependency is down or slow, or the model's answer to a batch was
+      invalid: retry later, never give up at once;
     * ``queue_down``: the queue cannot be reached (the request stays pending);
     * ``queue_failed``: any failure of the queue when the trigger enqueues.
     """
@@ -202,6 +203,7 @@ class JobErrors:
         ConnectionError,
         TimeoutError,
         LockLost,
+        FormationFailed,
     )
     queue_down: tuple[type[BaseException], ...] = (OSError,)
     queue_failed: tuple[type[BaseException], ...] = (OSError,)

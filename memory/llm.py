@@ -20,12 +20,24 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from memory.errors import AlfredError
 
 C = TypeVar("C", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
+
+
+class ResponseModel(BaseModel):
+    """The base of every typed task's answer: unknown keys are an error, not ignored.
+
+    A model that answers ``{}`` or ``{"result": ...}`` must fail validation (and get its
+    corrective retry) rather than pass as "nothing to remember": each response model
+    declares the keys that carry its answer without defaults, so they are required.
+    Optional details keep defaults so a terse but well-formed answer still validates.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class ModelTier(StrEnum):
@@ -152,6 +164,16 @@ class LLMOutputError(AlfredError):
     def __init__(self, task: str, detail: str) -> None:
         super().__init__(f"the model's answer to {task} was not valid: {detail}")
         self.task = task
+
+
+class LLMTruncated(LLMOutputError):
+    """The model stopped at its token budget (``finish_reason: length``): the answer is
+    cut off, so it is not valid whatever its first part looked like."""
+
+    def __init__(self, task: str, max_tokens: int | None) -> None:
+        budget = f"its budget of {max_tokens} tokens" if max_tokens else "its token limit"
+        super().__init__(task, f"the answer was cut off at {budget}")
+        self.max_tokens = max_tokens
 
 
 @runtime_checkable

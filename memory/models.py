@@ -334,6 +334,12 @@ class Message(BaseModel):
     #: directive, an answer to Alfred's question): what it did is final, so formation
     #: reads the message as context but learns nothing from it (DESIGN.md §5).
     handled: bool = False
+    #: Formation jobs that failed on this message's batch because the model's answer was
+    #: invalid; at :data:`memory.constants.FORMATION_MAX_FAILURES` it is set aside.
+    formation_failures: int = 0
+    #: Left out of formation until an operator retries it (``alfred admin
+    #: retry-formation``), so one batch the model cannot answer never blocks its thread.
+    set_aside: bool = False
     created_at: datetime
 
 

@@ -48,6 +48,7 @@ class MetricFamilies:
     formation_memories: Histogram
     formation_messages: Counter
     formation_reflections: Counter
+    formation_set_aside: Counter
     formations: Counter
     job_duration: Histogram
     job_failures: Counter
@@ -178,7 +179,8 @@ def declare_families(m: MetricFamilies, registry: CollectorRegistry) -> None:
     # --- formation ----------------------------------------------------------------
     m.formations = Counter(
         "alfred_formations",
-        "Formations by outcome: formed, partial (a step failed) or skipped",
+        "Formations by outcome: formed, partial (a step failed), failed (the batch stays "
+        "unformed and is retried), set_aside (failed too often) or skipped",
         ["outcome"],
         registry=reg,
     )
@@ -208,6 +210,12 @@ def declare_families(m: MetricFamilies, registry: CollectorRegistry) -> None:
         "alfred_formation_failed_steps",
         "Formation steps that failed (extract_facts, decide_updates, reflect)",
         ["step"],
+        registry=reg,
+    )
+    m.formation_set_aside = Counter(
+        "alfred_formation_set_aside_messages",
+        "Messages set aside after their batch failed formation 3 times (the model's answer "
+        "invalid each time); alfred admin retry-formation forms them again",
         registry=reg,
     )
     m.formation_memories = Histogram(

@@ -226,6 +226,13 @@ class AlfredMetrics(MetricFamilies):
             if report.skipped:
                 self.formations.labels(outcome="skipped").inc()
                 return
+            if report.set_aside or report.batch_failed:
+                self.formations.labels(outcome="set_aside" if report.set_aside else "failed").inc()
+                self.formation_set_aside.inc(report.set_aside)
+                self.formation_llm_calls.inc(report.llm_calls)
+                for step in report.failed_steps:
+                    self.formation_failed_steps.labels(step=step).inc()
+                return
             outcome = "partial" if report.failed_steps else "formed"
             self.formations.labels(outcome=outcome).inc()
             self.formation_messages.inc(report.messages)

@@ -31,7 +31,7 @@ from typing import Any
 from memory.consolidation import ConsolidationService
 from memory.constants import FORMATION_MIN_MESSAGES
 from memory.errors import RateLimited
-from memory.formation import FormationReport, FormationService
+from memory.formation import FormationFailed, FormationReport, FormationService
 from memory.job_ports import (
     FormationDirectory,
     FormationObserver,
@@ -122,6 +122,7 @@ class BacklogReport:
     facts_invalidated: int = 0
     reflections_added: int = 0
     llm_calls: int = 0
+    set_aside: int = 0
     more_left: bool = False
     stopped: str | None = None
 
@@ -145,14 +146,27 @@ async def form_backlog(
     observer: FormationObserver | None = None,
 ) -> BacklogReport:
     """Form batch after batch until fewer than ``min_messages`` user messages are left
-    (they stay for later, never dropped) or the ``deadline`` (monotonic) passes."""
+    (they stay for later, never dropped) or the ``deadline`` (monotonic) passes.
+
+    A batch the model failed on raises :class:`FormationFailed` (retryable: the job
+    backs off and the batch is tried again); one set aside after too many failures is
+    stepped over, so the thread's later messages form now."""
     total = BacklogReport()
     last_batch: str | None = None
     while True:
         lease.check()
-        report = await formation.form_thread(thread_id, min_messages=min_messages)
+        try:
+            report = await formation.form_thread(thread_id, min_messages=min_messages)
+        except FormationFailed as exc:
+            if observer is not None:
+                observer.record_formation(exc.report)
+            raise
         if observer is not None:
             observer.record_formation(report)
+        if report.set_aside:
+            total.set_aside += report.set_aside
+            total.llm_calls += report.llm_calls
+            continue
         if report.skipped:
             total.stopped = report.skipped
             return total
@@ -414,6 +428,21 @@ async def recover_orphans(rt: JobsRuntime) -> list[str]:
 
 
 # --- admin -------------------------------------------------------------------------
+
+
+async def request_formation(rt: JobsRuntime, thread_id: str) -> str:
+    """Ask for a formation of ``thread_id`` now, as the trigger does: an outbox request,
+    queued (or, with no queue, run here; a busy lock or a failure leaves it open for
+    the requeue cron). Returns the request id."""
+    request, _ = await rt.outbox.request(thread_id, RequestKind.FORM, rt.clock.now())
+    if rt.queue is not None:
+        await _enqueue(rt, request.id, request.status)
+        return request.id
+    try:
+        await process_request(rt, request.id)
+    except (LockBusy, Transient) as exc:
+        log.warning("formation of thread %s left for later: %s", thread_id, exc)
+    return request.id
 
 
 async def consolidate_now(

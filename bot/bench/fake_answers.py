@@ -122,14 +122,26 @@ def _one_fact(user: str) -> dict[str, Any]:
                     "about": "speaker",
                     "speaker_id": people.get(who),
                     "source_message_ids": [line["id"]],
+                    "ambiguous_reference": None,
                 }
             ]
         }
     return {"facts": []}
 
 
+def _decision(index: int, action: str) -> dict[str, Any]:
+    """One decision with every key the strict schema requires (no target: ADD or NONE)."""
+    return {
+        "new_index": index,
+        "action": action,
+        "target_id": None,
+        "content": None,
+        "contradiction": False,
+    }
+
+
 def _add_all(user: str) -> dict[str, Any]:
-    return {"decisions": [{"new_index": int(i), "action": "ADD"} for i in _NEW_FACT.findall(user)]}
+    return {"decisions": [_decision(int(i), "ADD") for i in _NEW_FACT.findall(user)]}
 
 
 SIMPLE_RULES: Mapping[str, TaskRule] = {
@@ -158,6 +170,7 @@ def _facts(user: str) -> dict[str, Any]:
                 "about": "circle" if circle else "speaker",
                 "speaker_id": people.get(who),
                 "source_message_ids": [line["id"]],
+                "ambiguous_reference": None,
             }
         )
     return {"facts": facts}
@@ -171,7 +184,7 @@ def _decisions(user: str) -> dict[str, Any]:
         if not head:
             continue
         best = max((float(m["sim"]) for m in _CANDIDATE.finditer(block)), default=0.0)
-        decisions.append({"new_index": int(head[1]), "action": "NONE" if best >= 0.95 else "ADD"})
+        decisions.append(_decision(int(head[1]), "NONE" if best >= 0.95 else "ADD"))
     return {"decisions": decisions}
 
 
@@ -181,7 +194,9 @@ def _reflections(user: str) -> dict[str, Any]:
         return {"reflections": []}
     topics = sorted({w for x in lines for w in x["text"].split() if w.istitle()})[:6]
     about = ", ".join(topics) or "everyday plans"
-    return {"reflections": [{"scope": "session", "content": f"This conversation covers {about}."}]}
+    content = f"This conversation covers {about}."
+    note = {"scope": "session", "content": content, "about_user_id": None}
+    return {"reflections": [note]}
 
 
 SENSIBLE_RULES: Mapping[str, TaskRule] = {

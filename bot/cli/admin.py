@@ -50,7 +50,7 @@ admin_app = typer.Typer(
     name="admin",
     help=(
         "Operator jobs on the queue: consolidate, re-embed, purge or export a user, stats, "
-        "reconcile mem0."
+        "reconcile mem0, retry set-aside formations."
     ),
     no_args_is_help=True,
 )
@@ -245,6 +245,13 @@ def _summary(command: str, r: dict[str, Any]) -> tuple[int, list[str]]:
             + (" (dry run: nothing changed)" if verb else "")
             + "."
         ]
+    if command == "retry-formation":
+        if not r["threads"]:
+            return 0, ["Nothing set aside: every batch formed or is still being retried."]
+        return 0, [
+            f"Released {r['messages']} set-aside message(s) of {r['threads']} thread(s) "
+            f"({', '.join(r['thread_ids'])}); their formation is queued."
+        ]
     return 0, []
 
 
@@ -350,6 +357,12 @@ def _print_stats(r: dict[str, Any]) -> None:
         f"facts: {f['current']} current, {f['history']} history, {f['with_mem0_copy']} in mem0 "
         f"(mem0 {r['mem0']}), {f['stale_embeddings']} to re-embed for {f['embedding_model']}"
     )
+    aside = r.get("formation_set_aside")
+    if aside is not None:
+        out.print(
+            f"formation: {aside['messages']} message(s) of {aside['threads']} thread(s) set "
+            "aside after failing 3 times (alfred admin retry-formation)"
+        )
     alive = {True: "a worker is alive", False: "no worker is running", None: "unknown"}
     out.print(f"queue {q['name']}: {q['depth']} job(s) waiting; {alive[q['worker_alive']]}")
     for name, run in r["job_runs"].items():
@@ -457,6 +470,19 @@ def reconcile_mem0(
 ) -> None:
     """Mirror facts missing from mem0 and delete orphaned mem0 copies."""
     _launch("reconcile-mem0", [dry_run], wait=not no_wait, as_json=as_json, give_up_after=timeout)
+
+
+@admin_app.command("retry-formation")
+def retry_formation(
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="Only this thread (chat) id.")
+    ] = None,
+    no_wait: NoWait = False,
+    as_json: AsJson = False,
+    timeout: GiveUp = None,
+) -> None:
+    """Form again the batches set aside after 3 failed formations (one thread, or all)."""
+    _launch("retry-formation", [thread], wait=not no_wait, as_json=as_json, give_up_after=timeout)
 
 
 @admin_app.command()

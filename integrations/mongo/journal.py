@@ -42,9 +42,12 @@ class MongoJournal:
         return True
 
     async def unformed(self, thread_id: str, *, limit: int = 200) -> list[Message]:
-        """The oldest messages of a thread not yet formed into memories."""
+        """The oldest messages of a thread not yet formed into memories (a set-aside
+        batch waits for an operator and does not hold up the messages after it)."""
         cursor = (
-            self._messages.find({"thread_id": thread_id, "formed": False})
+            self._messages.find(
+                {"thread_id": thread_id, "formed": False, "set_aside": {"$ne": True}}
+            )
             .sort([("created_at", ASCENDING), ("_id", ASCENDING)])
             .limit(limit)
         )
@@ -58,6 +61,53 @@ class MongoJournal:
             await self._messages.update_many(
                 {"_id": {"$in": list(ids)}}, {"$set": {"formed": True, "formed_at": at}}
             )
+
+    async def note_formation_failure(
+        self, ids: Sequence[str], at: datetime, *, set_aside_after: int
+    ) -> int:
+        """Count one failed formation job on each message of a batch; those that reach
+        ``set_aside_after`` failures are set aside. Returns how many were set aside now."""
+        if not ids:
+            return 0
+        await self._messages.update_many(
+            {"_id": {"$in": list(ids)}},
+            {"$inc": {"formation_failures": 1}, "$set": {"last_formation_failure_at": at}},
+        )
+        result = await self._messages.update_many(
+            {
+                "_id": {"$in": list(ids)},
+                "formed": False,
+                "set_aside": {"$ne": True},
+                "formation_failures": {"$gte": set_aside_after},
+            },
+            {"$set": {"set_aside": True, "set_aside_at": at}},
+        )
+        return result.modified_count
+
+    async def set_aside_counts(self) -> dict[str, int]:
+        """Set-aside messages per thread (for ``stats`` and ``retry-formation``)."""
+        pipeline: list[Document] = [
+            {"$match": {"set_aside": True}},
+            {"$group": {"_id": "$thread_id", "n": {"$sum": 1}}},
+        ]
+        cursor = await self._messages.aggregate(pipeline)
+        return {str(d["_id"]): int(d["n"]) async for d in cursor}
+
+    async def release_set_aside(self, thread_id: str | None = None) -> dict[str, int]:
+        """Put set-aside messages (of one thread, or all) back in line for formation with
+        a fresh failure count. Returns the released messages per thread."""
+        counts = await self.set_aside_counts()
+        if thread_id is not None:
+            counts = {t: n for t, n in counts.items() if t == thread_id}
+        if counts:
+            await self._messages.update_many(
+                {"set_aside": True, "thread_id": {"$in": list(counts)}},
+                {
+                    "$set": {"set_aside": False, "formation_failures": 0},
+                    "$unset": {"set_aside_at": "", "last_formation_failure_at": ""},
+                },
+            )
+        return counts
 
     async def mark_handled(self, ids: Sequence[str]) -> None:
         if ids:

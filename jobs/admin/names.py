@@ -14,6 +14,7 @@ ADMIN_PURGE_USER: Final = "admin_purge_user"
 ADMIN_EXPORT_USER: Final = "admin_export_user"
 ADMIN_STATS: Final = "admin_stats"
 ADMIN_RECONCILE_MEM0: Final = "admin_reconcile_mem0"
+ADMIN_RETRY_FORMATION: Final = "admin_retry_formation"
 
 #: ``alfred admin <command>`` → the arq function it queues.
 COMMANDS: Final = {
@@ -23,4 +24,5 @@ COMMANDS: Final = {
     "export-user": ADMIN_EXPORT_USER,
     "stats": ADMIN_STATS,
     "reconcile-mem0": ADMIN_RECONCILE_MEM0,
+    "retry-formation": ADMIN_RETRY_FORMATION,
 }

@@ -28,6 +28,7 @@ from jobs.admin.names import (
     ADMIN_PURGE_USER,
     ADMIN_RE_EMBED,
     ADMIN_RECONCILE_MEM0,
+    ADMIN_RETRY_FORMATION,
     ADMIN_STATS,
 )
 from jobs.tasks import Ctx, runtime
@@ -40,7 +41,9 @@ from services.admin.export import ExportDocument, export_user
 from services.admin.mem0 import reconcile_mem0
 from services.admin.purge import purge_user
 from services.admin.reembed import DEFAULT_BATCH, re_embed
+from services.admin.retry_formation import retry_formation
 from services.admin.stats import TOP_PARTITIONS, collect_stats
+from services.formation_duties import request_formation
 from services.job_config import JobsConfig
 
 T = TypeVar("T")
@@ -55,6 +58,7 @@ TIMEOUTS = {
     ADMIN_EXPORT_USER: 900.0,
     ADMIN_STATS: 300.0,
     ADMIN_RECONCILE_MEM0: 3600.0,
+    ADMIN_RETRY_FORMATION: 300.0,
 }
 
 
@@ -187,6 +191,18 @@ async def admin_reconcile_mem0(ctx: Ctx, dry_run: bool = False) -> dict[str, Any
     )
 
 
+async def admin_retry_formation(ctx: Ctx, thread_id: str | None = None) -> dict[str, Any]:
+    """Form again the batches set aside after failing formation (of one thread, or all):
+    released and requested through the formation queue like new messages."""
+    duties = runtime(ctx).duties
+    return await _tracked(
+        ctx,
+        ADMIN_RETRY_FORMATION,
+        lambda a: retry_formation(a, lambda tid: request_formation(duties, tid), thread_id),
+        lambda r: _counts(r, "threads", "messages"),
+    )
+
+
 def admin_functions(config: JobsConfig | None = None) -> list[Any]:
     """The admin jobs for ``WorkerSettings.functions`` (``config`` is accepted for
     symmetry with the other registrations; admin limits are their own). Each is timed
@@ -198,6 +214,7 @@ def admin_functions(config: JobsConfig | None = None) -> list[Any]:
         (admin_export_user, ADMIN_EXPORT_USER),
         (admin_stats, ADMIN_STATS),
         (admin_reconcile_mem0, ADMIN_RECONCILE_MEM0),
+        (admin_retry_formation, ADMIN_RETRY_FORMATION),
     ]
     return [
         func(timed(name, job), name=name, timeout=TIMEOUTS[name], max_tries=ADMIN_MAX_TRIES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memory.llm import ModelTier, PromptMessage, Task
+from memory.llm import ModelTier, PromptMessage, ResponseModel, Task
 from memory.models import ReflectionScope
 
 
@@ -15,7 +15,7 @@ class ConsolidateContext(BaseModel):
     word_limit: int
 
 
-class ConsolidatedBlob(BaseModel):
+class ConsolidatedBlob(ResponseModel):
     content: str = Field(description="the merged memory, within the word limit")
 
 

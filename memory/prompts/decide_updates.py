@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memory.llm import ModelTier, PromptMessage, Task
+from memory.llm import ModelTier, PromptMessage, ResponseModel, Task
 
 
 class CandidateFact(BaseModel):
@@ -23,7 +23,7 @@ class DecideUpdatesContext(BaseModel):
     candidates: list[CandidateFact]
 
 
-class UpdateDecision(BaseModel):
+class UpdateDecision(ResponseModel):
     new_index: int
     action: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     target_id: str | None = Field(default=None, description="the existing fact to update or delete")
@@ -36,8 +36,8 @@ class UpdateDecision(BaseModel):
     )
 
 
-class UpdateDecisions(BaseModel):
-    decisions: list[UpdateDecision] = Field(default_factory=list)
+class UpdateDecisions(ResponseModel):
+    decisions: list[UpdateDecision]
 
 
 SYSTEM = """\

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from memory.llm import ModelTier, PromptMessage, Task
+from memory.llm import ModelTier, PromptMessage, ResponseModel, Task
 from memory.models import Category
 from memory.prompts.common import ConversationContext, render_conversation, render_people
 
@@ -15,7 +15,7 @@ class ExtractFactsContext(ConversationContext):
     """The conversation to extract from."""
 
 
-class ExtractedFact(BaseModel):
+class ExtractedFact(ResponseModel):
     """One fact the model found, with who it is about."""
 
     content: str = Field(description="an atomic, objective statement, at most 30 words")
@@ -33,8 +33,8 @@ class ExtractedFact(BaseModel):
     )
 
 
-class ExtractedFacts(BaseModel):
-    facts: list[ExtractedFact] = Field(default_factory=list)
+class ExtractedFacts(ResponseModel):
+    facts: list[ExtractedFact]
 
 
 SYSTEM = """\

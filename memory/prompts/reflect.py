@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memory.llm import ModelTier, PromptMessage, Task
+from memory.llm import ModelTier, PromptMessage, ResponseModel, Task
 from memory.models import ReflectionScope
 from memory.prompts.common import ConversationContext, render_conversation, render_people
 
@@ -23,7 +23,7 @@ class ReflectContext(ConversationContext):
     session: ScopeMemory = Field(default_factory=ScopeMemory)
 
 
-class ExtractedReflection(BaseModel):
+class ExtractedReflection(ResponseModel):
     scope: ReflectionScope
     content: str = Field(description="an interpreted note, at most 35 words")
     about_user_id: str | None = Field(
@@ -31,8 +31,8 @@ class ExtractedReflection(BaseModel):
     )
 
 
-class Reflections(BaseModel):
-    reflections: list[ExtractedReflection] = Field(default_factory=list)
+class Reflections(ResponseModel):
+    reflections: list[ExtractedReflection]
 
 
 SYSTEM = """\

@@ -59,6 +59,7 @@ async def collect_stats(
     partitions = await q.partition_counts(top)
     await ctx.progress.advance()
     runs = await q.job_runs()
+    set_aside = await s.journal.set_aside_counts()
     queue = await queue_stats(ctx, own_job)
     await ctx.progress.finish()
     report: dict[str, Any] = _plain(
@@ -73,6 +74,11 @@ async def collect_stats(
             "by_circle": circles,
             "by_partition": partitions,
             "queue": queue,
+            "formation_set_aside": {
+                "messages": sum(set_aside.values()),
+                "threads": len(set_aside),
+                "by_thread": dict(sorted(set_aside.items(), key=lambda kv: -kv[1])[:top]),
+            },
             "job_runs": runs,
             "mem0": "on" if ctx.mem0 is not None else "off",
         }

@@ -94,7 +94,11 @@ class ScriptedLLM:
         self.seen.append((task.name, ctx))
         script = self.scripts.get(task.name)
         if script is None:
-            return task.response_model()
+            # The response models require their list key: "nothing" is said explicitly.
+            required = task.response_model.model_fields
+            return task.response_model.model_validate(
+                {name: [] for name, f in required.items() if f.is_required()}
+            )
         answer = script.pop(0) if isinstance(script, list) else script
         if callable(answer):
             answer = answer(ctx)

@@ -990,3 +990,32 @@ async def test_a_job_run_here_ends_cleanly_while_its_runner_is_still_closing(
     job_id = await env.client.enqueue("stats")
     outcome = await env.client.wait(job_id, give_up_after=30, poll=0.02)
     assert outcome.success and outcome.ran_here
+
+
+async def test_cli_stats_counts_set_aside_formations_and_retry_formation_releases_them(
+    env: Env, tmp_path: Path
+) -> None:
+    messages = env.services.mongo.db["messages"]
+    aside = await messages.update_many(
+        {"thread_id": FAM}, {"$set": {"set_aside": True, "formation_failures": 3}}
+    )
+    assert aside.modified_count == 2
+
+    stats = await cli(env, tmp_path, "stats")
+    assert stats.returncode == 0, stats.stderr
+    assert "formation: 2 message(s) of 1 thread(s) set aside" in stats.stdout
+
+    other = await cli(env, tmp_path, "retry-formation", "--thread", ALICE)
+    assert other.returncode == 0, other.stderr
+    assert "Nothing set aside" in other.stdout
+    assert await env.services.journal.set_aside_counts() == {FAM: 2}, "another thread's kept"
+
+    done = await cli(env, tmp_path, "retry-formation", "--thread", FAM, "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["ok"] and summary["job"] == "retry-formation"
+    assert summary["result"]["messages"] == 2 and summary["result"]["thread_ids"] == [FAM]
+    assert await env.services.journal.set_aside_counts() == {}
+    assert await messages.count_documents({"thread_id": FAM, "formation_failures": 0}) == 2
+    (request,) = await env.services.outbox.open_requests()
+    assert request.thread_id == FAM, "its formation was requested"

@@ -3,22 +3,24 @@ with a scripted model so each rule is checked exactly."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, json_task_handler
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
+from integrations.openai_llm import OpenAILLM, RetryPolicy
 from memory.always import AlwaysInContext
 from memory.clock import ManualClock
 from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
-from memory.formation import FormationService
-from memory.llm import LLMOutputError
+from memory.formation import FormationFailed, FormationService
+from memory.llm import LLMOutputError, LLMTruncated
 from memory.models import Partition, Reflection, ReflectionScope, Thread
 from memory.prompts.decide_updates import DecideUpdatesContext
 from tests.helpers.fakes import HashEmbedder, ScriptedLLM
@@ -28,7 +30,7 @@ NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 
 
 class World:
-    def __init__(self, db: AsyncDatabase[dict[str, Any]], llm: ScriptedLLM) -> None:
+    def __init__(self, db: AsyncDatabase[dict[str, Any]], llm: ScriptedLLM | OpenAILLM) -> None:
         self.clock = ManualClock(NOW)
         self.directory = MongoDirectory(db)
         self.journal = MongoJournal(db)
@@ -239,20 +241,114 @@ async def test_update_delete_none_and_contradiction(
     assert await w.notes.pending_clarification(alice_view) is None
 
 
-async def test_malformed_step_is_skipped_and_logged_not_lost(
+async def test_a_malformed_later_step_is_skipped_and_logged_not_lost(
     migrated_db: AsyncDatabase[dict[str, Any]], caplog: pytest.LogCaptureFixture
 ) -> None:
     llm = ScriptedLLM(
-        extract_facts=LLMOutputError("extract_facts", "not JSON"),
-        reflect={"reflections": [{"scope": "session", "content": "Planning Lisbon"}]},
+        extract_facts={"facts": [fact("Alice is allergic to peanuts", "1")]},
+        reflect=LLMOutputError("reflect", "not JSON"),
     )
     w = World(migrated_db, llm)
     group, _ = await w.setup()
     await w.journal_lines(group, GROUP_TALK)
     report = await w.formation.form_thread(group.id)
-    assert report.failed_steps == ["extract_facts"]
-    assert report.reflections_added == 1
-    assert "fact extraction skipped" in caplog.text and report.batch_id in caplog.text
+    assert report.failed_steps == ["reflect"]
+    assert report.facts_added == 1, "the facts in hand are kept"
+    assert await w.journal.unformed(group.id) == []
+    assert "reflections skipped" in caplog.text and report.batch_id in caplog.text
+
+
+async def test_an_invalid_extraction_leaves_the_batch_unformed_and_fails_the_job(
+    migrated_db: AsyncDatabase[dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    llm = ScriptedLLM(extract_facts=LLMTruncated("extract_facts", 4000))
+    w = World(migrated_db, llm)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+
+    with pytest.raises(FormationFailed) as raised:
+        await w.formation.form_thread(group.id)
+
+    report = raised.value.report
+    assert report.batch_failed and report.failed_steps == ["extract_facts"]
+    assert [name for name, _ in llm.seen] == ["extract_facts"], "no reflection on nothing"
+    assert len(await w.journal.unformed(group.id)) == len(GROUP_TALK), "not marked formed"
+    docs = await migrated_db["messages"].find({"thread_id": group.id}).to_list()
+    assert {d["formation_failures"] for d in docs} == {1}
+    assert not any(d.get("set_aside") for d in docs)
+    assert "stays unformed" in caplog.text and report.batch_id in caplog.text
+
+
+async def test_three_failed_jobs_set_the_batch_aside_and_later_messages_still_form(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    bad = LLMOutputError("extract_facts", "not JSON")
+    later = {"facts": [fact("Bob is training for a marathon", "2")]}
+    retried = {"facts": [fact("Alice is allergic to peanuts", "1")]}
+    llm = ScriptedLLM(extract_facts=[bad, bad, bad, later, retried])
+    w = World(migrated_db, llm)
+    group, _ = await w.setup()
+    await w.journal_lines(group, GROUP_TALK)
+
+    for _ in range(2):
+        with pytest.raises(FormationFailed):
+            await w.formation.form_thread(group.id)
+    third = await w.formation.form_thread(group.id)
+    assert third.set_aside == len(GROUP_TALK) and third.facts_added == 0
+    assert await w.journal.unformed(group.id) == [], "the set-aside batch no longer blocks"
+    assert await w.journal.set_aside_counts() == {group.id: len(GROUP_TALK)}
+    assert await migrated_db["messages"].count_documents({"formed": True}) == 0
+
+    talk = [("2", "I'm training for a marathon"), ("1", "Nice"), ("2", "October"), ("1", "Go!")]
+    for m in conversation(group, talk, NOW + timedelta(minutes=5)):
+        await w.journal.append(m)
+    formed = await w.formation.form_thread(group.id)
+    assert formed.messages == 4 and formed.facts_added == 1
+    assert await w.journal.set_aside_counts() == {group.id: len(GROUP_TALK)}, "still aside"
+
+    assert await w.journal.release_set_aside(group.id) == {group.id: len(GROUP_TALK)}
+    again = await w.formation.form_thread(group.id)
+    assert again.messages == len(GROUP_TALK) and again.facts_added == 1
+    assert await w.journal.set_aside_counts() == {}
+    assert await migrated_db["messages"].count_documents({"formed": False}) == 0
+
+
+async def test_garbage_from_the_model_server_leaves_the_batch_for_a_later_formation(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """Through the real adapter and the local fake OpenAI server: prose instead of JSON,
+    twice (the answer and its corrective retry), fails the batch; once the server
+    answers properly the same batch forms."""
+    async with FakeOpenAI() as server:
+        llm = OpenAILLM.for_endpoint(
+            api_key="k",
+            base_url=server.base_url,
+            fast_model="fast",
+            slow_model="slow",
+            chat_model="chat",
+            timeout=5.0,
+            retry=RetryPolicy(attempts=1),
+        )
+        try:
+            w = World(migrated_db, llm)
+            group, _ = await w.setup()
+            await w.journal_lines(group, GROUP_TALK)
+            server.set_handler(lambda r: completion("Sure! Alice likes peanuts, I think."))
+
+            with pytest.raises(FormationFailed):
+                await w.formation.form_thread(group.id)
+            assert len(server.chat_requests) == 2, "the answer and one corrective retry"
+            assert len(await w.journal.unformed(group.id)) == len(GROUP_TALK)
+            assert await w.facts.current_in_partition(Partition.member(group.id, "1")) == []
+
+            server.set_handler(json_task_handler())
+            report = await w.formation.form_thread(group.id)
+            assert report.facts_added == 1 and report.failed_steps == []
+            assert await w.journal.unformed(group.id) == []
+            sent: list[RecordedRequest] = server.chat_requests
+            assert sent[-1].json["response_format"]["type"] == "json_schema"
+        finally:
+            await llm.aclose()
 
 
 async def test_rerun_after_crash_duplicates_nothing(

@@ -40,18 +40,20 @@ from integrations.mongo.connection import MongoHandle
 from integrations.mongo.outbox import MongoOutbox
 from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
+from jobs.admin.names import ADMIN_RETRY_FORMATION
 from jobs.config import COLD_SESSIONS, CONSOLIDATE, JobsConfig, lock_prefix, queue_name
 from jobs.inprocess import drain, run_due_crons, start_inprocess_worker
 from memory.clock import ManualClock
 from memory.constants import FACTS, MESSAGES, REFLECTIONS
 from memory.job_ports import JobState, RequestKind, RequestStatus
-from memory.llm import ChatOutcome, Task, Usage
+from memory.llm import ChatOutcome, LLMOutputError, Task, Usage
 from memory.models import Message, Partition, ReflectionScope, Role, Thread
 from migrations import MigrationContext, migrate
 from runtime.bundle import Services
 from runtime.container import build_services
-from runtime.jobs import formation_trigger
+from runtime.jobs import admin_context, formation_trigger
 from runtime.settings import Settings
+from services.admin.stats import collect_stats
 from services.trigger import FormationTrigger
 from tests.conftest import make_settings
 from tests.helpers.fakes import HashEmbedder
@@ -81,6 +83,8 @@ class JobsLLM:
         self.in_flight = 0
         self.max_in_flight = 0
         self.on_reflect: Callable[[], Awaitable[None]] | None = None
+        #: Fact extractions still to answer with garbage (the adapter's LLMOutputError).
+        self.garbage = 0
 
     @property
     def offline(self) -> bool:
@@ -103,6 +107,9 @@ class JobsLLM:
         return task.response_model.model_validate(answer)
 
     async def _answer(self, name: str, ctx: Any) -> dict[str, Any]:
+        if name == "extract_facts" and self.garbage:
+            self.garbage -= 1
+            raise LLMOutputError(name, "no JSON object in the answer")
         if name == "extract_facts":
             line = next(x for x in ctx.lines if x.role is Role.USER)
             return {
@@ -572,6 +579,67 @@ async def test_admin_consolidate_job(env: Env) -> None:
     assert await drain(env.services, env.redis, config=FAST) == [("consolidate", "complete")]
     assert await notes.unabsorbed(ReflectionScope.SESSION, circle, session) == []
     assert await notes.blob(ReflectionScope.SESSION, circle, session) is not None
+
+
+# --- invalid model answers ----------------------------------------------------------------
+
+
+async def form_now(env: Env, thread: Thread) -> list[tuple[str, str]]:
+    request, _ = await env.outbox.request(thread.id, RequestKind.FORM, env.clock.now())
+    await env.queue().enqueue_form(request.id)
+    return await drain(env.services, env.redis, config=FAST, max_seconds=30)
+
+
+async def test_garbage_extraction_fails_the_job_and_a_later_job_forms_the_batch(
+    env: Env,
+) -> None:
+    await chatter(env, env.group, 6)
+    env.llm.garbage = 2
+
+    assert await form_now(env, env.group) == [("form_thread", "complete")]
+
+    assert env.llm.usage.calls["extract_facts"] == 3, "two failed jobs, one that formed"
+    assert env.llm.usage.calls["reflect"] == 1, "no reflection on a failed batch"
+    (request,) = await env.outbox.all_requests()
+    assert request.status is RequestStatus.DONE and request.attempts == 3, "retried twice"
+    assert await env.unformed(env.group) == 0
+    assert len(await env.facts()) == 1
+    docs = await env.services.mongo.db[MESSAGES].find({}).to_list()
+    assert {d["formation_failures"] for d in docs} == {2} and not any(d["set_aside"] for d in docs)
+
+
+async def test_three_failed_jobs_set_the_batch_aside_and_retry_formation_forms_it(
+    env: Env,
+) -> None:
+    await chatter(env, env.group, 6)
+    env.llm.garbage = 3
+
+    assert await form_now(env, env.group) == [("form_thread", "complete")]
+    assert env.llm.usage.calls["extract_facts"] == 3 and len(await env.facts()) == 0
+    assert await env.services.journal.set_aside_counts() == {env.group.id: 6}
+    stats = await collect_stats(admin_context(env.services))
+    assert stats["formation_set_aside"] == {
+        "messages": 6,
+        "threads": 1,
+        "by_thread": {env.group.id: 6},
+    }
+
+    # the thread goes on: its later messages form although the batch before is aside
+    for i in range(4):
+        await env.say(env.group, "12"[i % 2], f"later {i}: the flights are booked")
+    assert await form_now(env, env.group) == [("form_thread", "complete")]
+    assert len(await env.facts()) == 1
+    assert await env.services.journal.set_aside_counts() == {env.group.id: 6}
+
+    # the model behaves again: the operator forms the set-aside batch on demand
+    assert await env.queue().enqueue(ADMIN_RETRY_FORMATION, env.group.id)
+    drained = await drain(env.services, env.redis, config=FAST, max_seconds=30)
+    assert drained == [("admin_retry_formation", "complete"), ("form_thread", "complete")]
+    assert await env.services.journal.set_aside_counts() == {}
+    assert await env.unformed(env.group) == 0
+    assert len(await env.facts()) == 2
+    stats = await collect_stats(admin_context(env.services))
+    assert stats["formation_set_aside"]["messages"] == 0
 
 
 # --- processes --------------------------------------------------------------------------

@@ -142,6 +142,19 @@ async def test_recorded_results_appear_in_the_metrics_text() -> None:
     assert value(m, "alfred_formation_failed_steps_total", step="reflect") == 1
     assert value(m, "alfred_formation_memories_sum") == 6  # 3 added + 1 updated + 2 reflections
 
+    failed = FormationReport(thread_id="t", messages=6, llm_calls=2, failed_steps=["extract_facts"])
+    failed.batch_failed = True
+    m.record_formation(failed)
+    aside = FormationReport(thread_id="t", messages=6, llm_calls=2, set_aside=6)
+    aside.batch_failed, aside.failed_steps = True, ["extract_facts"]
+    m.record_formation(aside)
+    assert value(m, "alfred_formations_total", outcome="failed") == 1
+    assert value(m, "alfred_formations_total", outcome="set_aside") == 1
+    assert value(m, "alfred_formation_set_aside_messages_total") == 6
+    assert value(m, "alfred_formation_failed_steps_total", step="extract_facts") == 2
+    assert value(m, "alfred_formation_messages_total") == 12, "failed batches formed nothing"
+    assert value(m, "alfred_formation_memories_count") == 1, "nor count as a formation"
+
     usage = Usage()
     usage.record("extract_facts", prompt_tokens=100, completion_tokens=20)
     m.record_llm_usage(usage)

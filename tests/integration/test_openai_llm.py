@@ -19,7 +19,7 @@ from typing import Any
 import openai
 import pytest
 from openai import AsyncOpenAI
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from bot.bench.fake_openai import (
     EMBEDDINGS,
@@ -34,6 +34,7 @@ from bot.bench.fake_openai import (
     slow,
     tool_call,
 )
+from integrations.llm_wire import OutputMode, max_tokens_for, strict_schema
 from integrations.openai_llm import OpenAILLM, RetryPolicy
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
@@ -41,6 +42,7 @@ from memory.llm import (
     ChatOutcome,
     ChatTask,
     LLMOutputError,
+    LLMTruncated,
     ModelTier,
     PromptMessage,
     ToolCall,
@@ -49,10 +51,15 @@ from memory.llm import (
 )
 from memory.models import ReflectionScope, Role, ThreadKind
 from memory.prompts.common import JournalLine, Person
-from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext
-from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
-from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.prompts.reflect import REFLECT, ReflectContext
+from memory.prompts.consolidate import CONSOLIDATE, ConsolidateContext, ConsolidatedBlob
+from memory.prompts.decide_updates import (
+    DECIDE_UPDATES,
+    CandidateFact,
+    DecideUpdatesContext,
+    UpdateDecisions,
+)
+from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractedFacts, ExtractFactsContext
+from memory.prompts.reflect import REFLECT, ReflectContext, Reflections
 from memory.prompts.reply import REPLY, ReplyContext, ReplyRequest, build_messages
 from runtime.builders import build_llm
 from runtime.settings import Settings
@@ -149,7 +156,12 @@ async def test_structured_task_is_validated_into_the_response_model(
     assert result.facts[0].importance == 9
     (request,) = fake.chat_requests
     assert request.model == FAST
-    assert request.json["response_format"] == {"type": "json_object"}
+    shape = request.json["response_format"]
+    assert shape["type"] == "json_schema"
+    assert shape["json_schema"]["name"] == "extract_facts"
+    assert shape["json_schema"]["strict"] is True
+    assert shape["json_schema"]["schema"]["required"] == ["facts"]
+    assert request.json["max_tokens"] == max_tokens_for("extract_facts", ModelTier.FAST)
     assert [m["role"] for m in request.messages] == ["system", "user"]
     assert "I'm allergic to peanuts" in request.last_user_text
     assert request.headers["authorization"] == "Bearer test-key"
@@ -401,16 +413,21 @@ async def test_400_is_bad_input_without_retry(fake: FakeOpenAI, llm: OpenAILLM) 
 async def test_a_server_without_json_mode_is_asked_again_without_it(
     fake: FakeOpenAI, llm: OpenAILLM
 ) -> None:
+    # Refused twice: json_schema, then json_object; prompts alone from then on.
+    fake.enqueue(bad_request("Unrecognized request argument: response_format"))
     fake.enqueue(bad_request("Unrecognized request argument: response_format"))
     fake.set_handler(lambda request: completion(json.dumps(ONE_FACT)))
 
     await llm.run(EXTRACT_FACTS, facts_context())
     await llm.run(EXTRACT_FACTS, facts_context())
 
-    first, second, third = fake.chat_requests
-    assert "response_format" in first.json
-    assert "response_format" not in second.json
+    first, second, third, fourth = fake.chat_requests
+    assert first.json["response_format"]["type"] == "json_schema"
+    assert second.json["response_format"] == {"type": "json_object"}
     assert "response_format" not in third.json
+    assert "response_format" not in fourth.json
+    assert all("max_tokens" in r.json for r in fake.chat_requests)
+    assert llm.output_mode is OutputMode.PROMPT_ONLY
 
 
 async def test_bad_key_is_unavailable_with_a_hint(fake: FakeOpenAI, client: AsyncOpenAI) -> None:
@@ -781,3 +798,114 @@ async def test_a_failing_handler_is_surfaced_by_the_fake(client: AsyncOpenAI) ->
                 await api.chat.completions.create(
                     model="m", messages=[{"role": "user", "content": "hi"}]
                 )
+
+
+# -- strict output: shapes, budgets, truncation ---------------------------------------------
+
+STRICT_MODELS: list[type[BaseModel]] = [
+    ExtractedFacts,
+    UpdateDecisions,
+    Reflections,
+    ConsolidatedBlob,
+]
+
+
+@pytest.mark.parametrize("model", STRICT_MODELS)
+def test_response_models_reject_a_missing_key_and_an_extra_one(model: type[BaseModel]) -> None:
+    (key,) = [name for name, f in model.model_fields.items() if f.is_required()]
+    with pytest.raises(ValidationError):
+        model.model_validate({})  # the old "empty" answer
+    with pytest.raises(ValidationError):
+        model.model_validate({"result": []})
+    value: object = "note" if model is ConsolidatedBlob else []
+    assert model.model_validate({key: value}) is not None
+    with pytest.raises(ValidationError):
+        model.model_validate({key: value, "extra": 1})
+
+
+def test_nested_items_forbid_extras_and_need_their_content() -> None:
+    with pytest.raises(ValidationError):
+        ExtractedFacts.model_validate({"facts": [{"content": "x", "mood": "happy"}]})
+    with pytest.raises(ValidationError):
+        ExtractedFacts.model_validate({"facts": [{"importance": 5}]})
+    with pytest.raises(ValidationError):
+        Reflections.model_validate({"reflections": [{"content": "x"}]})
+
+
+@pytest.mark.parametrize("model", STRICT_MODELS)
+def test_the_wire_schema_is_closed_and_lists_every_key(model: type[BaseModel]) -> None:
+    schema = strict_schema(model)
+    objects = [schema, *schema.get("$defs", {}).values()]
+    for node in objects:
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False
+            assert sorted(node["required"]) == sorted(node["properties"])
+    assert "default" not in json.dumps(schema)
+
+
+async def test_a_server_refusing_json_schema_gets_json_object_and_it_is_remembered(
+    fake: FakeOpenAI, llm: OpenAILLM
+) -> None:
+    fake.enqueue(bad_request("response_format type json_schema is not supported"))
+    fake.set_handler(lambda request: completion(json.dumps(ONE_FACT)))
+
+    await llm.run(EXTRACT_FACTS, facts_context())
+    await llm.run(EXTRACT_FACTS, facts_context())
+
+    first, second, third = fake.chat_requests
+    assert first.json["response_format"]["type"] == "json_schema"
+    assert second.json["response_format"] == {"type": "json_object"}
+    assert third.json["response_format"] == {"type": "json_object"}, "remembered"
+    assert llm.output_mode is OutputMode.JSON_OBJECT
+
+
+async def test_a_400_about_something_else_is_not_a_format_fallback(
+    fake: FakeOpenAI, llm: OpenAILLM
+) -> None:
+    fake.enqueue(bad_request("messages: too many"))
+    with pytest.raises(BadInput):
+        await llm.run(EXTRACT_FACTS, facts_context())
+    assert llm.output_mode is OutputMode.JSON_SCHEMA
+    assert len(fake.chat_requests) == 1
+
+
+async def test_every_call_sends_its_token_budget(fake: FakeOpenAI, llm: OpenAILLM) -> None:
+    fake.enqueue(json.dumps({"decisions": []}), json.dumps({"reflections": []}))
+    fake.enqueue(completion("Hello!"))
+
+    await llm.run(DECIDE_UPDATES, DecideUpdatesContext(new_facts=["x"], candidates=[]))
+    await llm.run(REFLECT, _reflect_context())
+    await _chat(llm, [PromptMessage(role="user", content="hello")], [], _no_tools)
+
+    decide, reflect, chat = fake.chat_requests
+    assert decide.json["max_tokens"] == max_tokens_for("decide_updates", ModelTier.FAST)
+    assert reflect.json["max_tokens"] == max_tokens_for("reflect", ModelTier.SLOW)
+    assert chat.json["max_tokens"] == max_tokens_for("chat", ModelTier.CHAT)
+    assert reflect.json["response_format"]["json_schema"]["name"] == "reflect"
+    assert "response_format" not in chat.json
+
+
+async def test_a_truncated_answer_raises_llm_truncated_without_a_second_call(
+    fake: FakeOpenAI, llm: OpenAILLM
+) -> None:
+    fake.enqueue(completion('{"facts": [{"content": "Alice is all', finish_reason="length"))
+
+    with pytest.raises(LLMTruncated) as raised:
+        await llm.run(EXTRACT_FACTS, facts_context())
+
+    assert isinstance(raised.value, LLMOutputError)
+    assert raised.value.max_tokens == max_tokens_for("extract_facts", ModelTier.FAST)
+    assert "cut off" in raised.value.message
+    assert len(fake.chat_requests) == 1
+
+
+async def test_a_cut_off_chat_reply_keeps_its_text_and_an_empty_one_is_truncated(
+    fake: FakeOpenAI, llm: OpenAILLM
+) -> None:
+    fake.enqueue(completion("Here is the first half of", finish_reason="length"))
+    fake.enqueue(completion("", finish_reason="length"))
+
+    outcome = await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
+    assert outcome.text == "Here is the first half of"
+    with pytest.raises(LLMTruncated):
+        await _chat(llm, [PromptMessage(role="user", content="hi")], [], _no_tools)
