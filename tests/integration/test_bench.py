@@ -152,3 +152,15 @@ def test_bench_locomo_without_its_data_says_so(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text, encoding="utf-8")
         _, output = bench(tmp_path, "locomo", "--data", str(tmp_path / name), expect=2)
         assert "is not a LoCoMo" in output, output
+
+
+def test_bench_telegram_busy_group_then_dm(tmp_path: Path) -> None:
+    # One update at a time, the DM comes after every group answer: the old head-of-line.
+    args = ("telegram", "--mentions", "3", "--concurrency", "1", "--json")
+    result, _ = bench(tmp_path, *args)
+    assert result is not None and result["mentions"] == 3 and result["concurrency"] == 1
+    assert result["dm_behind_group_answers"] == 3
+    assert result["dm_answer_s"] > 0 and result["group_s"] > 0
+    assert result["group_per_minute"] == round(3 / result["group_s"] * 60, 2)
+    _, summary = bench(tmp_path, "telegram", "--mentions", "3")
+    assert "the DM behind 3 group mentions was answered in" in summary
