@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -161,6 +163,7 @@ def test_bench_telegram_busy_group_then_dm(tmp_path: Path) -> None:
     assert result is not None and result["mentions"] == 3 and result["concurrency"] == 1
     assert result["dm_behind_group_answers"] == 3
     assert result["dm_answer_s"] > 0 and result["group_s"] > 0
-    assert result["group_per_minute"] == round(3 / result["group_s"] * 60, 2)
+    # figures rounded to the millisecond: the pace agrees with the time to within 1 %
+    assert result["group_per_minute"] == pytest.approx(3 / result["group_s"] * 60, rel=0.01)
     _, summary = bench(tmp_path, "telegram", "--mentions", "3")
     assert "the DM behind 3 group mentions was answered in" in summary
