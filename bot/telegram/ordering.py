@@ -95,6 +95,9 @@ class ChatOrderedProcessor(BaseUpdateProcessor):
         """Nothing to free: PTB waits for the update tasks themselves."""
 
 
+#: Expired 429 pauses are swept once more than this many chats have one on record.
+PAUSES_KEPT = 256
+
 Request = Callable[..., Coroutine[Any, Any, Any]]
 
 
@@ -132,6 +135,9 @@ class ChatRateLimiter(AIORateLimiter):
             group = chat_id  # a group or channel: 20 messages a minute
         paused = chat_id if chat else None  # None: the whole bot
         loop = asyncio.get_running_loop()
+        if len(self._paused_until) > PAUSES_KEPT:  # chats paused once and silent since
+            now = loop.time()
+            self._paused_until = {k: t for k, t in self._paused_until.items() if t > now}
         for attempt in range(retries + 1):
             await self._wait_pause(paused, loop)
             try:
