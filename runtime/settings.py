@@ -133,6 +133,8 @@ class TelegramSettings(_Concern):
     webhook_secret: SecretStr | None = None
     webhook_listen: str = "0.0.0.0"
     webhook_port: int = Field(default=8080, ge=1, le=65535)
+    # Updates handled at once, each chat's in order; 1: one at a time, in arrival order.
+    update_concurrency: int = Field(default=64, ge=1, le=10_000)
 
     @property
     def telegram_mode(self) -> Mode:

@@ -45,6 +45,9 @@ network_guard.install()
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     """Settings for a test: embedded everything under ``data_dir``, no ``.env`` file."""
     overrides.setdefault("metrics_port", 0)  # tests that want the server start their own
+    # One update at a time, in arrival order: the bot harness proves an update handled by
+    # the answer to a marker pushed after it. Tests of concurrent handling set their own.
+    overrides.setdefault("update_concurrency", 1)
     return Settings(_env_file=None, alfred_data_dir=data_dir, **overrides)  # type: ignore[call-arg]
 
 

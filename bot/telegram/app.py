@@ -17,7 +17,6 @@ from typing import Any
 
 from telegram import Update
 from telegram.ext import (
-    AIORateLimiter,
     Application,
     ApplicationBuilder,
     BaseRateLimiter,
@@ -33,6 +32,7 @@ from bot.telegram.delivery import Spool, UpdateDeduplicator
 from bot.telegram.handlers.commands import Commands
 from bot.telegram.handlers.membership import MembershipHandlers
 from bot.telegram.handlers.messages import Messages
+from bot.telegram.ordering import ChatOrderedProcessor, ChatRateLimiter
 from bot.telegram.sending import Replier
 from bot.telegram.unreadable import ReadableUpdates
 from services.reply.assistant import Assistant
@@ -58,10 +58,16 @@ def build_application(
     rate_limiter: BaseRateLimiter[Any] | None = None,
     spool: Spool | None = None,
     unreadable: Path | None = None,
+    concurrency: int = 1,
     post_init: Callable[[Application[Any, Any, Any, Any, Any, Any]], Coroutine[Any, Any, None]]
     | None = None,
 ) -> Application[Any, Any, Any, Any, Any, Any]:
-    """Alfred's PTB application, with its handlers, for polling, webhook or replay."""
+    """Alfred's PTB application, with its handlers, for polling, webhook or replay.
+
+    ``concurrency`` above 1 handles updates of different chats side by side (each chat's
+    in order, see :mod:`bot.telegram.ordering`); 1 keeps PTB's one at a time, in arrival
+    order. Either way :meth:`Application.process_update` (the replay) handles one update
+    to the end before returning."""
     builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = ApplicationBuilder().token(token)
     if base_url:
         builder = builder.base_url(base_url)
@@ -71,8 +77,11 @@ def build_application(
         polling = HTTPXRequest(connection_pool_size=1)
         builder = builder.get_updates_request(ReadableUpdates(polling, unreadable))
     # max_retries: PTB's default (0) raises RetryAfter instead of waiting and retrying.
-    limiter = rate_limiter if rate_limiter is not None else AIORateLimiter(max_retries=RATE_RETRIES)
+    # A 429 pauses only its own chat (PTB's AIORateLimiter would pause the whole bot).
+    limiter = rate_limiter if rate_limiter is not None else ChatRateLimiter(RATE_RETRIES)
     builder = builder.rate_limiter(limiter)
+    if concurrency > 1:
+        builder = builder.concurrent_updates(ChatOrderedProcessor(concurrency))
     if post_init is not None:
         builder = builder.post_init(post_init)
     application = builder.build()

@@ -98,6 +98,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             base_url=settings.telegram_api_base_url,
             spool=spool,
             unreadable=spool.path.with_name("unreadable.jsonl"),
+            concurrency=settings.update_concurrency,
         )
         await _connect(application, settings)
         async with application:

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -152,3 +154,16 @@ def test_bench_locomo_without_its_data_says_so(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text, encoding="utf-8")
         _, output = bench(tmp_path, "locomo", "--data", str(tmp_path / name), expect=2)
         assert "is not a LoCoMo" in output, output
+
+
+def test_bench_telegram_busy_group_then_dm(tmp_path: Path) -> None:
+    # One update at a time, the DM comes after every group answer: the old head-of-line.
+    args = ("telegram", "--mentions", "3", "--concurrency", "1", "--json")
+    result, _ = bench(tmp_path, *args)
+    assert result is not None and result["mentions"] == 3 and result["concurrency"] == 1
+    assert result["dm_behind_group_answers"] == 3
+    assert result["dm_answer_s"] > 0 and result["group_s"] > 0
+    # figures rounded to the millisecond: the pace agrees with the time to within 1 %
+    assert result["group_per_minute"] == pytest.approx(3 / result["group_s"] * 60, rel=0.01)
+    _, summary = bench(tmp_path, "telegram", "--mentions", "3")
+    assert "the DM behind 3 group mentions was answered in" in summary

@@ -1,0 +1,164 @@
+"""A small local Telegram Bot API for ``alfred bench telegram``: the real bot polls it.
+
+Why not the tests' fake (``tests/helpers/fake_telegram.py``): the test package is not
+installed with Alfred, and the benchmark needs only what a polling bot calls at start
+and while answering text (``getMe``, ``deleteWebhook``, ``getUpdates``, ``sendMessage``).
+It records when each message was sent, per chat; it does not rate-limit (the bot's own
+limiter applies Telegram's limits, and that is what the benchmark measures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+JSON = dict[str, Any]
+TOKEN = "123456789:AAFakeTokenForTheBenchOnly_0123456789"
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A message the bot sent, and when (``time.perf_counter``)."""
+
+    chat_id: int
+    text: str
+    at: float
+
+
+class FakeBotApi:
+    """``async with FakeBotApi() as api``: serves on 127.0.0.1, on a free port."""
+
+    def __init__(self, bot_username: str = "alfred") -> None:
+        self.username = bot_username
+        self.bot = {"id": 7000000099, "is_bot": True, "first_name": "Alfred"}
+        self.bot["username"] = bot_username
+        self.sent: list[Sent] = []
+        self._pending: list[JSON] = []
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self._users = itertools.count(5000)
+        self._pushed = asyncio.Event()  # wakes a long poll
+        self._answered = asyncio.Event()  # wakes wait_for
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+
+    async def __aenter__(self) -> FakeBotApi:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]  # the port the system chose
+        self.base_url = f"http://127.0.0.1:{port}/bot"
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._pushed.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- what the benchmark sends --------------------------------------------------------
+
+    def user(self, name: str) -> JSON:
+        return {"id": next(self._users), "is_bot": False, "first_name": name, "username": name}
+
+    @staticmethod
+    def private_chat(user: JSON) -> JSON:
+        return {"id": user["id"], "type": "private", "first_name": user["first_name"]}
+
+    @staticmethod
+    def group(chat_id: int, title: str) -> JSON:
+        return {"id": chat_id, "type": "group", "title": title}
+
+    def push_text(self, chat: JSON, sender: JSON, text: str) -> None:
+        """Queue a text message; ``@<bot>`` and a leading ``/command`` become entities, as
+        Telegram marks them."""
+        message: JSON = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": sender,
+            "text": text,
+        }
+        entities = []
+        mention = f"@{self.username}"
+        if mention in text:  # ASCII text here: UTF-16 offsets are character offsets
+            entities.append(
+                {"type": "mention", "offset": text.index(mention), "length": len(mention)}
+            )
+        if text.startswith("/"):
+            entities.append({"type": "bot_command", "offset": 0, "length": len(text.split()[0])})
+        if entities:
+            message["entities"] = entities
+        self._pending.append({"update_id": next(self._update_ids), "message": message})
+        self._pushed.set()
+
+    async def wait_for(self, chat_id: int, count: int, timeout: float) -> list[Sent]:  # noqa: ASYNC109
+        """The first ``count`` messages sent to ``chat_id``, waiting at most ``timeout``."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            found = [s for s in self.sent if s.chat_id == chat_id]
+            if len(found) >= count:
+                return found[:count]
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"{len(found)} of {count} answers in chat {chat_id}")
+            self._answered.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), left)
+
+    # -- the Bot API -------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        params: JSON = {}
+        body = await request.text()
+        for key, value in parse_qsl(body):
+            params[key] = value
+        method = request.match_info["method"].lower()
+        if method == "getme":
+            return self._ok(self.bot)
+        if method in ("deletewebhook", "setwebhook"):
+            return self._ok(True)
+        if method == "getupdates":
+            return self._ok(await self._get_updates(params))
+        if method == "sendmessage":
+            chat_id = int(params["chat_id"])
+            self.sent.append(Sent(chat_id, params.get("text", ""), time.perf_counter()))
+            self._answered.set()
+            chat = {"id": chat_id, "type": "group" if chat_id < 0 else "private"}
+            message = {"message_id": next(self._message_ids), "date": int(time.time())}
+            return self._ok({**message, "chat": chat, "from": self.bot, "text": params["text"]})
+        return web.json_response(
+            {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
+        )
+
+    async def _get_updates(self, params: JSON) -> list[JSON]:
+        offset = int(params.get("offset") or 0)
+        self._pending = [u for u in self._pending if u["update_id"] >= offset]
+        deadline = time.perf_counter() + float(params.get("timeout") or 0)
+        while not self._pending and time.perf_counter() < deadline:
+            self._pushed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._pushed.wait(), deadline - time.perf_counter())
+        return list(self._pending[: int(params.get("limit") or 100)])
+
+    @staticmethod
+    def _ok(result: Any) -> web.Response:
+        return web.Response(
+            text=json.dumps({"ok": True, "result": result}), content_type="application/json"
+        )
