@@ -444,27 +444,6 @@ class ProcessMetrics:
         get_metrics().record_formation(report)
 
 
-# Module-level shortcuts on the process-wide metrics, for call sites that hold no object.
-
-
-def record_retrieval(result: RetrievalResult, metrics: AlfredMetrics | None = None) -> None:
-    (metrics or get_metrics()).record_retrieval(result)
-
-
-def record_formation(report: FormationReport, metrics: AlfredMetrics | None = None) -> None:
-    (metrics or get_metrics()).record_formation(report)
-
-
-def record_llm_usage(usage: Usage, metrics: AlfredMetrics | None = None) -> None:
-    (metrics or get_metrics()).record_llm_usage(usage)
-
-
-def record_semantic_snapshot(
-    snapshot: Mapping[str, float | int | None], metrics: AlfredMetrics | None = None
-) -> None:
-    (metrics or get_metrics()).record_semantic_snapshot(snapshot)
-
-
 __all__ = [
     "DATABASE",
     "QUEUE",
@@ -473,10 +452,6 @@ __all__ = [
     "arq_queue_depth",
     "get_metrics",
     "leg_outcome",
-    "record_formation",
-    "record_llm_usage",
-    "record_retrieval",
-    "record_semantic_snapshot",
     "set_metrics",
     "watch_services",
 ]

@@ -27,6 +27,10 @@ def replies(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o["reply"] for o in out if "reply" in o]
 
 
+def dumps(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o["dump"] for o in out if "dump" in o]
+
+
 def probes(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o["probe"] for o in out if "probe" in o]
 

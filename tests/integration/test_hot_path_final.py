@@ -7,16 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from runtime.settings import Settings
-from tests.helpers.replay import replay_lines, replies, say
+from tests.helpers.replay import dumps, replay_lines, replies, say
 
 
 def _current(dump: dict[str, Any]) -> list[str]:
     """The current facts of a dump (each scenario has one person, in their DM)."""
     return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
-
-
-def _dump(out: list[dict[str, Any]]) -> dict[str, Any]:
-    return [o["dump"] for o in out if "dump" in o][-1]
 
 
 async def test_a_correction_is_not_undone_by_formation(settings: Settings, tmp_path: Path) -> None:
@@ -37,7 +33,7 @@ async def test_a_correction_is_not_undone_by_formation(settings: Settings, tmp_p
     )
     recall = replies(out)[-1]["text"]
     assert "night owl" not in recall.replace("not a night owl", ""), recall
-    current = " | ".join(_current(_dump(out)))
+    current = " | ".join(_current(dumps(out)[-1]))
     assert "is a night owl" not in current and "am a night owl" not in current, current
     assert "not a night owl anymore" in current, current
 
@@ -62,7 +58,7 @@ async def test_the_later_message_wins_over_an_earlier_statement_formed_later(
         ],
         tmp_path / "e",
     )
-    current = " | ".join(_current(_dump(out)))
+    current = " | ".join(_current(dumps(out)[-1]))
     assert "works at the bakery" not in current, current
     assert "work at the bakery anymore" in current, current
 
@@ -88,5 +84,5 @@ async def test_what_alfred_declined_to_store_is_not_stored_by_the_background(
     )
     asked = replies(out)[0]["text"]
     assert "whose do you mean" in asked, asked
-    stored = [f["content"] for f in _dump(out)["facts"]]
+    stored = [f["content"] for f in dumps(out)[-1]["facts"]]
     assert not [c for c in stored if "jazz" in c], stored

@@ -11,7 +11,7 @@ import pytest
 
 from bot.replay import ScriptError, parse_script
 from runtime.settings import Settings
-from tests.helpers.replay import probe, probes, replay_lines, replies, say
+from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
 
 SURPRISE = "Remember that I'm planning a surprise party for Bob on Friday"
 EXAMPLE = [
@@ -197,7 +197,7 @@ async def test_forget_asks_which_when_two_memories_are_as_close(
     texts = [r["text"] for r in replies(out)]
     assert texts[2].startswith(FORGET_WHICH) and "drawer" in texts[2]
     assert "flowerpot" in texts[2]
-    asked, answered = [o["dump"] for o in out if "dump" in o]
+    asked, answered = dumps(out)
     assert len(asked["facts"]) == 2, "nothing is deleted before the answer"
     assert texts[3] == FORGOTTEN
     assert answered["facts"] == []
