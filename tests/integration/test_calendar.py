@@ -49,6 +49,7 @@ from runtime.calendar import build_calendar, oauth_routes
 from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.calendar import (
+    CONNECTED_NOTICE,
     CREATE_EVENT,
     LIST_EVENTS,
     REVOKED_NOTICE,
@@ -56,6 +57,7 @@ from services.calendar import (
     CalendarTools,
     SyncConfig,
     calendar_command,
+    confirm_question,
     deliver_event,
     expire_calendar_memories,
     finish_connect,
@@ -109,7 +111,14 @@ class World:
         return await self.s.directory.viewer(user, self.thread(where, user))
 
     async def connect(self, user_id: str, email: str) -> None:
-        """The whole consent flow: /calendar link → Google → redirect → tokens."""
+        """The whole consent flow: /calendar link → Google → redirect → tokens → the
+        person confirms the account."""
+        await self.sign_in(user_id, email)
+        confirmed = await calendar_command(self.cal, await self.viewer(user_id), "confirm")
+        assert confirmed == CONNECTED_NOTICE
+
+    async def sign_in(self, user_id: str, email: str) -> None:
+        """The consent flow up to the redirect: tokens stored, not yet confirmed."""
         url = await start_connect(self.cal, user_id)
         query = parse_qs(urlsplit(url).query)
         code = self.google.issue_code(email, challenge=query["code_challenge"][0])
@@ -214,7 +223,12 @@ async def test_connect_through_the_redirect_endpoint(world: World) -> None:
         assert bad.status == 400
         denied = await http.get("/oauth/google", params={"error": "access_denied"})
         assert denied.status == 200 and "didn't connect" in await denied.text()
-    assert [uid for uid, _ in world.sent] == [ALICE]
+    # Alice is asked, in her DM, to confirm the account Google sent back
+    assert world.sent == [(ALICE, confirm_question(ALICE_MAIL))]
+    doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
+    assert doc is not None and doc["status"] == "unconfirmed"
+    confirmed = await calendar_command(world.cal, await world.viewer(ALICE), "confirm")
+    assert confirmed == CONNECTED_NOTICE
     doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
     assert doc is not None and doc["status"] == "connected"
     tokens = await world.tokens(ALICE)
@@ -225,6 +239,35 @@ async def test_connect_through_the_redirect_endpoint(world: World) -> None:
     assert world.google.codes == {}
     status = await calendar_command(world.cal, await world.viewer(ALICE), "")
     assert "is connected" in status and ALICE_MAIL in status
+
+
+async def test_another_persons_account_is_named_and_nothing_read_before_confirming(
+    world: World,
+) -> None:
+    """Alice's link completed with Carol's Google account: Alice is asked about Carol's
+    address; until she confirms, no sync, no tools and no events are read; ``off`` drops it."""
+    await world.sign_in(ALICE, "carol@example.com")
+    dinner = {"id": "e1", "summary": "Dinner with Dan", **when(3, 19)}
+    world.google.put_event("carol@example.com", dinner)
+    alice = await world.viewer(ALICE)
+    asked = await calendar_command(world.cal, alice, "")
+    assert asked == confirm_question("carol@example.com")
+    assert "/calendar confirm" in asked and "/calendar off" in asked
+    world.clock.advance(timedelta(hours=1))
+    assert (await sync_due(world.cal, config=FAST)).users == []
+    assert (await CalendarTools.for_viewer(world.cal, alice)).specs == []
+    assert world.google.count("GET") == 0 and await world.facts() == []
+    # not the account she meant: disconnecting drops the tokens, still nothing read
+    assert (await calendar_command(world.cal, alice, "off")).startswith("Done")
+    assert await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE}) is None
+    assert "no calendar waiting" in await calendar_command(world.cal, alice, "confirm")
+    assert world.google.count("GET") == 0
+    # someone else's "confirm" never connects Alice's pending calendar
+    await world.sign_in(ALICE, "carol@example.com")
+    bob = await world.viewer(BOB)
+    assert "no calendar waiting" in await calendar_command(world.cal, bob, "confirm")
+    doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
+    assert doc is not None and doc["status"] == "unconfirmed"
 
 
 async def test_expired_link_and_refusals(world: World) -> None:

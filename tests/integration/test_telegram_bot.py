@@ -748,7 +748,7 @@ async def test_calendar_redirect_is_served_in_both_modes(
 
     from integrations.mongo.calendar_store import CONNECTIONS
     from services.calendar.commands import IN_GROUP
-    from services.calendar.connect import CONNECTED_NOTICE
+    from services.calendar.connect import CONNECTED_NOTICE, confirm_question
     from tests.helpers.fake_google import FakeGoogle
 
     # the local token endpoint is plain HTTP on loopback; oauthlib insists on HTTPS
@@ -786,7 +786,7 @@ async def test_calendar_redirect_is_served_in_both_modes(
                 params = {"state": query["state"][0], "code": code}
                 async with http.get(redirect, params=params) as page:
                     assert page.status == 200, await page.text()
-                    assert "Calendar connected" in await page.text()
+                    assert "confirm which Google account" in await page.text()
                 # the same link a second time, and a link not made by Alfred
                 async with http.get(redirect, params=params) as page:
                     assert page.status == 400
@@ -796,13 +796,23 @@ async def test_calendar_redirect_is_served_in_both_modes(
                 async with http.get(f"{base}/healthz") as page:
                     assert page.status == 200
 
-            def notices() -> list[Document]:
-                return [m for m in tg.sent_messages if m["text"] == CONNECTED_NOTICE]
+            question = confirm_question("ann@example.com")
+
+            def questions() -> list[Document]:
+                return [m for m in tg.sent_messages if m["text"] == question]
 
             await tg.wait_until(
-                lambda: bool(notices()), timeout=REPLY_TIMEOUT, what="the connected notice"
+                lambda: bool(questions()), timeout=REPLY_TIMEOUT, what="the confirmation question"
             )
-            assert [m["chat_id"] for m in notices()] == [dm["id"]], "told once, in Ann's DM"
+            assert [m["chat_id"] for m in questions()] == [dm["id"]], "asked once, in Ann's DM"
+            stored = await bot.db[CONNECTIONS].find_one({"_id": str(ann["id"])})
+            assert stored is not None and stored["status"] == "unconfirmed"
+            # nothing is read before she confirms: /calendar asks again
+            (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
+            assert status["text"] == question
+            assert google.count("GET", "/calendar/v3/calendars/primary/events") == 0
+            (confirmed,) = await bot.say(tg.text_message(dm, ann, "/calendar confirm"))
+            assert confirmed["text"] == CONNECTED_NOTICE
             stored = await bot.db[CONNECTIONS].find_one({"_id": str(ann["id"])})
             assert stored is not None and stored["status"] == "connected"
             (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
