@@ -177,7 +177,9 @@ class MemoryOperations:
             )
             for content, category, importance, about_circle in facts
         ]
-        stored = await self.writer.add_many(items)
+        # What a person asked Alfred to remember is pinned: it never fades with age.
+        stored = await self.writer.add_many(items, pinned=True)
+        await self.facts.set_pinned([f.id for f, _ in stored if not f.pinned], True)
         new = [f for f, created in stored if created]
         for fact in new:
             if self.mirror is not None:
@@ -226,7 +228,7 @@ class MemoryOperations:
                 )
                 for content, category, importance, _ in facts
             ]
-            stored = [f for f, _ in await self.writer.add_many(items)]
+            stored = [f for f, _ in await self.writer.add_many(items, pinned=True)]
         if replaced is not None and stored:
             text = f"Thanks for the correction — I've updated it: {stored[0].content}"
         elif replaced is not None:

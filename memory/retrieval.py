@@ -180,6 +180,7 @@ class Retriever:
                 age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
                 importance=c.importance,
                 access_count=c.access_count,
+                pinned=c.pinned,
             )
             for i, c in visible.items()
         }

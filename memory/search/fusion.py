@@ -265,6 +265,8 @@ class MemorySignals:
     age_days: float
     importance: int = 5
     access_count: int = 0
+    #: Pinned (seed 001): the memory does not decay, so recency is always 1.
+    pinned: bool = False
 
 
 def strength_score(access_count: int, saturation: int = 10) -> float:
@@ -319,12 +321,16 @@ def blend(
     for doc_id, signal in candidates.items():
         relevance = max(0.0, signal.relevance) / top if top > 0 else 0.0
         strength = strength_score(signal.access_count, config.strength_saturation)
-        recency = recency_score(
-            signal.age_days,
-            config.half_life_days,
-            config.recency_floor,
-            strength=strength,
-            strength_half_life_boost=config.strength_half_life_boost,
+        recency = (
+            1.0
+            if signal.pinned
+            else recency_score(
+                signal.age_days,
+                config.half_life_days,
+                config.recency_floor,
+                strength=strength,
+                strength_half_life_boost=config.strength_half_life_boost,
+            )
         )
         out[doc_id] = (
             config.relevance_weight * min(1.0, relevance)

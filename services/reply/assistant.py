@@ -35,12 +35,14 @@ from memory.models import (
     Viewer,
 )
 from memory.operations import FORGET_CHOICES_MAX, MemoryOperations, choice_answer
+from memory.pinning import Pinning
 from memory.prompts.common import Person
 from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
     ForgetAllIntent,
     ForgetIntent,
+    PinIntent,
     RecallIntent,
     RememberIntent,
     detect_ambiguous_reference,
@@ -98,6 +100,7 @@ class Assistant:
         self.conversation = Conversation(deps)
         self.forgetting = Forgetting(deps, membership)
         self.commands = ChatCommands(deps)
+        self.pinning = Pinning(deps.facts, deps.operations.embedder)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -270,6 +273,11 @@ class Assistant:
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)
             return say(await self.forgetting.recall(viewer, intent.target))
+        if isinstance(intent, PinIntent):
+            if not memory_on:
+                return say(NOT_RECALLING)
+            named = [intent.target] if intent.target else await self._just_said(thread, viewer)
+            return say((await self.pinning.pin(viewer, named, intent.pinned)).text)
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
             if reference is not None:
@@ -301,6 +309,14 @@ class Assistant:
             ],
             retrieved=answer.retrieved,
         )
+
+    async def _just_said(self, thread: Thread, viewer: Viewer) -> list[str]:
+        """What "pin that" points at: the person's previous message here, then Alfred's
+        last answer (e.g. "what's the wifi password?" → "It's …" → "pin that")."""
+        recent = await self.d.journal.recent(thread.id, limit=10)
+        mine = [m.text for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
+        ours = [m.text for m in recent if m.role is Role.AGENT]
+        return [*mine[-2:-1], *ours[-1:]]
 
     async def _directive(self, thread: Thread, viewer: Viewer, intent: DirectiveIntent) -> None:
         reflection = Reflection(

@@ -54,6 +54,15 @@ class RecallIntent(_Intent):
     target: Literal["me", "us"]
 
 
+class PinIntent(_Intent):
+    """Pin (``pinned``) or unpin a memory so it does (not) fade with age; ``target`` is
+    ``None`` for "pin that" (the last thing said)."""
+
+    kind: Literal["pin"] = "pin"
+    pinned: bool
+    target: str | None
+
+
 DirectiveTopic = Literal["language", "name", "length", "style", "avoid", "general"]
 
 
@@ -78,4 +87,5 @@ Intent = (
     | ForgetAllIntent
     | RecallIntent
     | DirectiveIntent
+    | PinIntent
 )

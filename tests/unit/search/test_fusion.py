@@ -257,3 +257,16 @@ def test_vector_index_add_remove_and_search() -> None:
     assert index.scores(vectors[4])["v3"] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError):
         index.add_many(["x"], np.zeros((1, 3), np.float32))
+
+
+def test_pinned_memories_do_not_decay() -> None:
+    """Seed 001: a pinned memory keeps full recency at any age; unpinned, it fades."""
+    scores = blend(
+        {
+            "pinned_old": MemorySignals(relevance=0.8, age_days=3650, pinned=True),
+            "fresh": MemorySignals(relevance=0.8, age_days=0),
+            "old": MemorySignals(relevance=0.8, age_days=3650),
+        }
+    )
+    assert scores["pinned_old"] == pytest.approx(scores["fresh"])
+    assert scores["old"] < scores["pinned_old"]
