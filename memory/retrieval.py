@@ -26,10 +26,13 @@ from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
 from memory.search.candidate import Candidate
 from memory.search.fusion import (
+    AbsoluteScale,
     BlendConfig,
     FusionConfig,
     FusionMethod,
     MemorySignals,
+    absolute_blend,
+    absolute_relevance,
     blend,
     fuse,
     rrf_fusion,
@@ -44,7 +47,13 @@ MAX_QUERY_CHARS = 2000
 
 @dataclass(frozen=True, slots=True)
 class ScoredFact:
-    """A retrieved fact with its final score."""
+    """A retrieved fact with its absolute scores (the same meaning for every query).
+
+    ``relevance`` is how well the fact matches the query on the legs' fixed scales
+    (:class:`memory.search.fusion.AbsoluteScale`); ``score`` blends it with recency,
+    importance and access strength, as ranking does. Both are in [0, 1]. The order of a
+    result is the ranking's, which compares the candidates of one query with each other.
+    """
 
     fact: Candidate
     score: float
@@ -101,6 +110,11 @@ class RetrievalConfig:
     #: fusion normalises scores, so without a floor the best of many poor matches would
     #: look like a perfect one. 0 turns the floor off (the benchmarks measure pure ranking).
     min_dense: float = 0.25
+    #: The fixed per-leg scales of absolute relevance.
+    scale: AbsoluteScale = field(default_factory=AbsoluteScale)
+    #: Facts whose absolute relevance is below this are not offered at all, however few
+    #: candidates there are (a lone unrelated memory is not an answer). 0 turns it off.
+    min_relevance: float = 0.1
 
 
 class Retriever:
@@ -171,22 +185,31 @@ class Retriever:
         shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
         resolved = await prepared.resolve(shortlist)
         now = self.clock.now()
+        absolute = self._absolute(scores)
         visible = {
-            i: c for i, c in resolved.items() if is_visible(c.partition, viewer) and i in fused
+            i: c
+            for i, c in resolved.items()
+            if is_visible(c.partition, viewer)
+            and i in fused
+            and absolute.get(i, 0.0) >= self.config.min_relevance
         }
-        signals = {
-            i: MemorySignals(
-                relevance=fused[i],
-                age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
-                importance=c.importance,
-                access_count=c.access_count,
-                pinned=c.pinned,
-            )
-            for i, c in visible.items()
-        }
-        final = blend(signals, self.config.blend)
+
+        def signals(relevance: Mapping[str, float]) -> dict[str, MemorySignals]:
+            return {
+                i: MemorySignals(
+                    relevance=relevance.get(i, 0.0),
+                    age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
+                    importance=c.importance,
+                    access_count=c.access_count,
+                    pinned=c.pinned,
+                )
+                for i, c in visible.items()
+            }
+
+        final = blend(signals(fused), self.config.blend)
+        scored = absolute_blend(signals(absolute), self.config.blend)
         ranked = sorted(final, key=lambda i: (-final[i], i))[:limit]
-        result.facts = [ScoredFact(visible[i], final[i], fused[i]) for i in ranked]
+        result.facts = [ScoredFact(visible[i], scored[i], absolute.get(i, 0.0)) for i in ranked]
         result.timings_ms["total"] = _ms(started)
         self._record_access([i for i in ranked], now)
         return result
@@ -255,6 +278,21 @@ class Retriever:
         if self.config.fusion.method is FusionMethod.RRF:
             return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
         return weighted_fusion(legs, weights)
+
+    def _absolute(self, scores: Mapping[str, dict[str, float]]) -> dict[str, float]:
+        """Each candidate's absolute relevance, from the legs' raw scores."""
+        names = list(scores)
+        weights = [
+            self.config.fusion.dense_weight
+            if name == "dense"
+            else self.config.fusion.keyword_weight
+            if name == "keyword"
+            else self.config.extra_weight
+            for name in names
+        ]
+        if sum(weights) <= 0:
+            return {}
+        return absolute_relevance([scores[n] for n in names], names, weights, self.config.scale)
 
     def _record_access(self, ids: list[str], at: datetime) -> None:
         """Fire-and-forget: access tracking must never slow down or fail a reply."""
