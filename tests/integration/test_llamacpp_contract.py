@@ -174,15 +174,20 @@ async def slot(llama: LlamaServer) -> dict[str, Any]:
     return dict(only)
 
 
-async def tokens_generated(llama: LlamaServer) -> int:
-    """Tokens the server has generated since it started, abandoned answers included."""
+async def metric(llama: LlamaServer, name: str) -> float:
+    """One of the server's Prometheus figures (``/metrics``)."""
     async with httpx.AsyncClient() as http:
         response = await http.get(f"{llama.address}/metrics")
     response.raise_for_status()
     for line in response.text.splitlines():
-        if line.startswith("llamacpp:tokens_predicted_total "):
-            return int(float(line.split()[1]))
-    raise AssertionError("no llamacpp:tokens_predicted_total in /metrics")
+        if line.startswith(f"llamacpp:{name} "):
+            return float(line.split()[1])
+    raise AssertionError(f"no llamacpp:{name} in /metrics")
+
+
+async def tokens_generated(llama: LlamaServer) -> int:
+    """Tokens the server has generated since it started, abandoned answers included."""
+    return int(await metric(llama, "tokens_predicted_total"))
 
 
 async def generating(llama: LlamaServer) -> None:
@@ -196,16 +201,17 @@ async def generating(llama: LlamaServer) -> None:
 
 
 async def idle(llama: LlamaServer) -> None:
-    """Return once the slot has stopped generating (and nothing waits for it).
+    """Return once the slot has stopped generating and no request waits for it.
 
     llama.cpp looks at a waiting client's connection only after a second in which no
-    other result arrived, and every ``/slots`` answer is such a result: asking faster than
-    that would keep it from ever noticing that the client left.
+    other result arrived, and every ``/slots`` or ``/metrics`` answer is such a result:
+    asking faster than that would keep it from ever noticing that the client left.
     """
     async with asyncio.timeout(100):
         while True:
             await asyncio.sleep(1.5)
-            if not (await slot(llama))["is_processing"]:
+            busy = (await slot(llama))["is_processing"]
+            if not busy and await metric(llama, "requests_deferred") == 0:
                 return
 
 
