@@ -1,5 +1,6 @@
-"""What a forget cleans outside the memory stores: the bot's spool files and Redis's
-append-only file (the :class:`memory.reply_ports.ErasureResidue` port)."""
+"""What a forget cleans outside the memory stores: the bot's spool files, Redis's
+append-only file and the embedded database's oplog (the
+:class:`memory.reply_ports.ErasureResidue` port)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from redis.asyncio import Redis
 
+from integrations.mongo.connection import MongoHandle, prune_oplog
 from integrations.redis.connection import rewrite_append_only_file
 from integrations.spool_files import scrub_spool
 
@@ -20,14 +22,22 @@ class ErasureFiles:
     """Spooled updates under ``spool_dir`` and the Redis that ``redis()`` returns (read at
     each erase: the client changes when the bot reconnects)."""
 
-    def __init__(self, spool_dir: Path | None, redis: Callable[[], Redis | None]) -> None:
+    def __init__(
+        self,
+        spool_dir: Path | None,
+        redis: Callable[[], Redis | None],
+        mongo: MongoHandle | None = None,
+    ) -> None:
         self.spool_dir = spool_dir
         self.redis = redis
+        self.mongo = mongo
 
     async def scrub(
         self, telegram_user_id: int | None, needles: Sequence[str] | None
     ) -> dict[str, int]:
-        counts = {"spooled_updates": 0, "aof_rewrites": 0}
+        counts = {"spooled_updates": 0, "aof_rewrites": 0, "oplog_entries": 0}
+        if self.mongo is not None:
+            counts["oplog_entries"] = await prune_oplog(self.mongo)
         if self.spool_dir is not None and telegram_user_id is not None:
             counts["spooled_updates"] = await asyncio.to_thread(
                 scrub_spool, self.spool_dir, telegram_user_id, needles

@@ -282,7 +282,9 @@ class Replay:
         self.names = Names()
         self.api = OfflineBotAPI()
         residue = ErasureFiles(
-            services.settings.data_dir() / "spool", lambda: jobs.redis_client() if jobs else None
+            services.settings.data_dir() / "spool",
+            lambda: jobs.redis_client() if jobs else None,
+            services.mongo,
         )
         self.assistant = build_assistant(
             services,

@@ -93,7 +93,9 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                 )
         spool = Spool(settings.data_dir() / "spool" / "updates.jsonl")
         residue = ErasureFiles(
-            spool.path.parent, lambda: background.redis.client if background.redis else None
+            spool.path.parent,
+            lambda: background.redis.client if background.redis else None,
+            services.mongo,
         )
         assistant = build_assistant(
             services, after_message=background.after_message, residue=residue
