@@ -34,6 +34,12 @@ async def _feed(replay: Replay, *lines: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _redis(replay: Replay) -> Any:
+    """The client of the replay's embedded Redis (the one its jobs run on)."""
+    jobs: Any = replay.jobs
+    return jobs.redis.client
+
+
 async def _mongo_hits(replay: Replay) -> list[str]:
     """``database.collection`` of every document anywhere on the server holding the canary."""
     client = replay.services.mongo.client
@@ -49,9 +55,7 @@ async def _mongo_hits(replay: Replay) -> list[str]:
 
 async def _redis_hits(replay: Replay) -> list[str]:
     """Every Redis key whose name or value holds the canary (values read by type)."""
-    jobs = replay.jobs
-    assert jobs is not None
-    redis = jobs.redis_client()
+    redis = _redis(replay)
     hits = []
     async for key in redis.scan_iter(count=500):
         kind = (await redis.type(key)).decode()
@@ -75,9 +79,7 @@ async def _redis_hits(replay: Replay) -> list[str]:
 
 async def _aof_rewrites(replay: Replay) -> tuple[int, bool]:
     """(rewrites finished, one running or scheduled) from ``INFO persistence``."""
-    jobs = replay.jobs
-    assert jobs is not None
-    info = await jobs.redis_client().info("persistence")
+    info = await _redis(replay).info("persistence")
     busy = bool(info["aof_rewrite_in_progress"]) or bool(info["aof_rewrite_scheduled"])
     return int(info["aof_rewrites"]), busy
 
