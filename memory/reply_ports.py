@@ -52,11 +52,15 @@ class ErasureResidue(Protocol):
     own writes (its append-only file, rewritten so deleted keys are not kept there)."""
 
     async def scrub(
-        self, telegram_user_id: int | None, needles: Sequence[str] | None
+        self,
+        telegram_user_id: int | None,
+        needles: Sequence[str] | None,
+        user_id: str | None = None,
     ) -> dict[str, int]:
         """Drop the spooled updates from ``telegram_user_id`` (every one of theirs when
-        ``needles`` is None, else those that mention a needle), then have Redis rewrite
-        its append-only file. Returns what was removed, per kind."""
+        ``needles`` is None, else those that mention a needle) and the kept job results
+        about ``user_id`` (an export), then have Redis rewrite its append-only file.
+        Returns what was removed, per kind."""
         ...
 
 

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from integrations.mongo.connection import MongoHandle, prune_oplog
 from integrations.redis.connection import rewrite_append_only_file
+from integrations.redis.queue import drop_results_naming
 from integrations.spool_files import scrub_spool
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,10 @@ class ErasureFiles:
         self.mongo = mongo
 
     async def scrub(
-        self, telegram_user_id: int | None, needles: Sequence[str] | None
+        self,
+        telegram_user_id: int | None,
+        needles: Sequence[str] | None,
+        user_id: str | None = None,
     ) -> dict[str, int]:
         counts = {"spooled_updates": 0, "aof_rewrites": 0, "oplog_entries": 0}
         if self.mongo is not None:
@@ -43,6 +47,9 @@ class ErasureFiles:
                 scrub_spool, self.spool_dir, telegram_user_id, needles
             )
         client = self.redis()
+        ids = {str(i) for i in (user_id, telegram_user_id) if i is not None}
+        if client is not None and ids:
+            counts["job_results"] = await drop_results_naming(client, ids)
         if client is not None:
             if await rewrite_append_only_file(client):
                 counts["aof_rewrites"] = 1

@@ -56,12 +56,14 @@ class Forgetting:
         journal), then the spooled updates that say it and Redis's append-only file."""
         result = await self.d.operations.forget(viewer, target, name=inc.sender.name)
         if result.removed:
-            await self._residue(inc.sender.telegram_id, [target])
+            await self._residue(viewer.user_id, inc.sender.telegram_id, [target])
         return result
 
-    async def _residue(self, telegram_user_id: int | None, needles: list[str] | None) -> None:
+    async def _residue(
+        self, user_id: str, telegram_user_id: int | None, needles: list[str] | None
+    ) -> None:
         if self.d.residue is not None:
-            await self.d.residue.scrub(telegram_user_id, needles)
+            await self.d.residue.scrub(telegram_user_id, needles, user_id)
 
     async def forget_chosen(
         self, viewer: Viewer, pending: dict[str, object], text: str
@@ -78,7 +80,7 @@ class Forgetting:
         if isinstance(ids, list):
             await self.d.journal.redact([str(i) for i in ids], FORGET_WHICH_REDACTED)
         if result.removed:
-            await self._residue(None, [])  # nothing to drop from the spool: compact Redis
+            await self._residue(viewer.user_id, None, [])  # no spool to scrub
         return result.text
 
     async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
@@ -126,7 +128,7 @@ class Forgetting:
         await d.calendar.forget_user(viewer.user_id)
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
-        await self._residue(user.telegram_user_id if user else None, None)
+        await self._residue(viewer.user_id, user.telegram_user_id if user else None, None)
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
             f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."

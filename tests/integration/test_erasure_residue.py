@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.replay import Replay, replay_world
+from jobs.admin_client import AdminClient
 from runtime.settings import Settings
 from tests.helpers.replay import say
 
@@ -132,6 +133,13 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
         (spool / "unreadable.jsonl").write_text(
             _spool_line(9003, dana, "plumquartz again")[:-1] + ', "odd": [1]}\n'
         )
+        # an operator exported her memories: arq keeps the job's result, her words in it
+        jobs: Any = replay.jobs
+        admin = AdminClient(world, jobs.redis)
+        await admin.enqueue("export-user", str(dana))
+        await admin.close()
+        await _feed(replay, {"jobs": "drain"})
+        assert await _redis_hits(replay), "the export's kept result quotes her"
         formed = set(await _mongo_hits(replay))
         for collection in ("messages", "memory_facts", "memory_reflections"):
             assert f"replay_residue.{collection}" in formed, formed
