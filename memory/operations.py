@@ -308,8 +308,12 @@ class MemoryOperations:
                     choices=[[f.id for f in g] for g in groups],
                 )
         removed = await self.erase_facts(viewer.user_id, doomed, [target]) if doomed else {}
+        # "forget my key" found the memory it meant: its words say what to look for in
+        # notes and messages, not every sentence that mentions a key.
+        vague = len(_content_terms(target)) < 2 and doomed
+        needles = [f.content for f in doomed] if vague else [target]
         fact_ids = [f.id for f in doomed]
-        add_counts(removed, await self.forget_words(viewer, [target], fact_ids, name))
+        add_counts(removed, await self.forget_words(viewer, needles, fact_ids, name))
         if not any(removed.values()):
             return OperationResult(text=NOTHING_TO_FORGET)
         return OperationResult(text=forgotten_text(removed), removed=removed)
