@@ -38,11 +38,14 @@ from memory.stores import JournalStore, NotesStore
 #: Share of a needle's content terms a sentence must hold to say the same thing.
 NEEDLE_COVERAGE: Final = 0.6
 #: Share of a sentence's own terms found in a needle for it to be a retelling of it
-#: (a note that quotes a message), with at least :data:`RETELLING_MIN_SHARED` shared.
+#: (a note that quotes a message), with at least :data:`RETELLING_MIN_SHARED` shared and
+#: :data:`RETELLING_NEEDLE_SHARE` of the needle's terms (a short sentence made of a few
+#: of a long message's words, "the water heater is in the basement", is not a retelling).
 RETELLING_COVERAGE: Final = 0.75
 RETELLING_MIN_SHARED: Final = 3
-#: In "forget everything about me", a message with fewer content terms than this is not
-#: looked for in shared notes ("ok thanks" is in every summary, and nobody's secret).
+RETELLING_NEEDLE_SHARE: Final = 0.4
+#: A message with fewer content terms than this is not looked for in shared notes
+#: ("ok thanks" is in every summary, and nobody's secret).
 ERASE_MIN_TERMS: Final = 3
 #: How many of the person's latest messages visible here a targeted forget looks through.
 MESSAGES_SCANNED: Final = 2000
@@ -77,7 +80,9 @@ def mentions(needle: str, text: str, *, min_terms: int = 1) -> bool:
     if len(shared) >= min(2, len(terms)) and len(shared) / len(terms) >= NEEDLE_COVERAGE:
         return True
     return (
-        len(shared) >= RETELLING_MIN_SHARED and len(shared) / max(len(own), 1) >= RETELLING_COVERAGE
+        len(shared) >= RETELLING_MIN_SHARED
+        and len(shared) / max(len(own), 1) >= RETELLING_COVERAGE
+        and len(shared) / len(terms) >= RETELLING_NEEDLE_SHARE
     )
 
 

@@ -16,6 +16,9 @@ def test_a_sentence_saying_it_in_other_forms_matches_and_a_neighbour_does_not() 
     assert mentions(said, "The family drives to the lake house in April.", min_terms=3)
     assert not mentions(said, "The kids love April.", min_terms=3)
     assert not mentions("ok thanks", "Thanks for the lovely dinner.", min_terms=3)
+    pegs = "I stashed the spare tent pegs behind the water heater in the basement"
+    assert mentions(pegs, "Dana stashed the tent pegs behind the water heater.", min_terms=3)
+    assert not mentions(pegs, "The water heater is in the basement.", min_terms=3)
 
 
 def test_only_the_doomed_sentences_go_and_lines_stay() -> None:
