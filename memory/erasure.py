@@ -37,6 +37,9 @@ from memory.stores import JournalStore, NotesStore
 
 #: Share of a needle's content terms a sentence must hold to say the same thing.
 NEEDLE_COVERAGE: Final = 0.6
+#: The same for a whole message, which is deleted rather than trimmed: stricter, as for
+#: the messages of a forgotten fact (``memory.operations``).
+MESSAGE_COVERAGE: Final = 0.75
 #: Share of a sentence's own terms found in a needle for it to be a retelling of it
 #: (a note that quotes a message), with at least :data:`RETELLING_MIN_SHARED` shared and
 #: :data:`RETELLING_NEEDLE_SHARE` of the needle's terms (a short sentence made of a few
@@ -62,7 +65,9 @@ KIND_NAMES: Final = {
 }
 
 
-def mentions(needle: str, text: str, *, min_terms: int = 1) -> bool:
+def mentions(
+    needle: str, text: str, *, min_terms: int = 1, coverage: float = NEEDLE_COVERAGE
+) -> bool:
     """Whether ``text`` says what ``needle`` says: the needle verbatim, most of its content
     terms (stemmed: "hidden in my sock drawer" meets "hid it in her socks drawer"), or
     ``text`` is a retelling made of the needle's terms. ``min_terms`` ignores needles
@@ -77,7 +82,7 @@ def mentions(needle: str, text: str, *, min_terms: int = 1) -> bool:
         return False
     own = set(tokenize(text))
     shared = terms & own
-    if len(shared) >= min(2, len(terms)) and len(shared) / len(terms) >= NEEDLE_COVERAGE:
+    if len(shared) >= min(2, len(terms)) and len(shared) / len(terms) >= coverage:
         return True
     return (
         len(shared) >= RETELLING_MIN_SHARED
@@ -86,9 +91,13 @@ def mentions(needle: str, text: str, *, min_terms: int = 1) -> bool:
     )
 
 
-def saying(needles: Sequence[str], *, min_terms: int = 1) -> Callable[[str], bool]:
+def saying(
+    needles: Sequence[str], *, min_terms: int = 1, coverage: float = NEEDLE_COVERAGE
+) -> Callable[[str], bool]:
     """The test "does this sentence say one of ``needles``"."""
-    return lambda sentence: any(mentions(n, sentence, min_terms=min_terms) for n in needles)
+    return lambda sentence: any(
+        mentions(n, sentence, min_terms=min_terms, coverage=coverage) for n in needles
+    )
 
 
 def without(text: str, doomed: Callable[[str], bool]) -> tuple[str, int]:
@@ -210,7 +219,10 @@ class Scrubber:
             if self._forgettable(c.partition, viewer)
         ]
         counts["clarifications"] = await self.clarifications(questions, about, fact_ids)
-        counts["messages"] = await self.journal.delete_by_ids([m.id for m in said if about(m.text)])
+        says_it = saying(needles, coverage=MESSAGE_COVERAGE)
+        counts["messages"] = await self.journal.delete_by_ids(
+            [m.id for m in said if says_it(m.text)]
+        )
         return counts
 
     @staticmethod
