@@ -119,3 +119,37 @@ async def test_a_forget_rewrites_a_shared_summary_and_drops_the_question(
     assert [c.id for c in audit["clarifications"]] == [f"q-{BOB.id}"]
     assert [r.content for r in audit["reflections"]] == [bobs.content]
     assert json.dumps([m.text for m in await w.journal.all_for_audit()]).count("paddles") == 0
+
+
+async def test_a_forget_in_the_group_takes_only_the_askers_words(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """In the group Dana forgets what she said about the garden shed; Eli's memory, his
+    messages and the shared note about his fishing rods in that same shed stay."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["dana", "eli"]},
+            say("eli", "group:fam", "remember that my fishing rods are in the garden shed"),
+            say("dana", "group:fam", "I left the birthday candles in the garden shed by the rods"),
+            say("eli", "group:fam", "the fishing rods in the garden shed need new lines in June"),
+            say("dana", "group:fam", "the piano tuner comes on Tuesday at ten"),
+            say("eli", "group:fam", "the gutter over the porch is clogged with leaves again"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+            say("dana", "group:fam", "@alfred forget the birthday candles in the garden shed"),
+            {"dump": "all"},
+        ],
+        tmp_path / "shed",
+    )
+    before, after = dumps(out)
+    answer = replies(out)[-1]["text"]
+    assert answer.startswith(FORGOTTEN[:-1]) and "1 message" in answer, answer
+    assert not [t for t in _texts(after, "messages") if "candles" in t]
+    eli = str(next(m["user_id"] for m in before["messages"] if "fishing rods are" in m["text"]))
+    assert _of(after, eli) == _of(before, eli) and len(_of(after, eli)) == 3
+    assert _texts(after, "facts") == _texts(before, "facts") != []
+    notes = _texts(after, "reflections") + _texts(after, "consolidated")
+    assert notes == _texts(before, "reflections") + _texts(before, "consolidated")
+    assert any("fishing rods in the garden shed" in t for t in notes)
