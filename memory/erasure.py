@@ -124,9 +124,9 @@ def names(name: str | None) -> Callable[[str], bool]:
 def describe_removed(counts: dict[str, int]) -> str:
     """ "1 memory, 2 notes and 3 messages": what a forget removed, in words."""
     parts = [
-        f"{n} {KIND_NAMES[kind][0 if n == 1 else 1]}"
-        for kind, n in counts.items()
-        if n and kind in KIND_NAMES
+        f"{n} {names[0 if n == 1 else 1]}"
+        for kind, names in KIND_NAMES.items()
+        if (n := counts.get(kind, 0))
     ]
     if len(parts) <= 1:
         return "".join(parts)

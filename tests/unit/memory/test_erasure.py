@@ -46,7 +46,7 @@ def test_the_reply_counts_in_words() -> None:
         describe_removed({"facts": 2, "reflections": 1, "consolidated": 0, "messages": 3})
         == "2 memories, 1 note and 3 messages"
     )
-    assert describe_removed({"clarifications": 2, "consolidated": 1}) == (
-        "2 pending questions and 1 summary"
+    assert describe_removed({"messages": 4, "clarifications": 2, "consolidated": 1}) == (
+        "1 summary, 2 pending questions and 4 messages"
     )
     assert describe_removed({"facts": 0}) == ""
