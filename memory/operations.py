@@ -15,11 +15,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.erasure import Scrubber, add_counts, describe_removed
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
 from memory.llm import LLM, LLMOutputError
-from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
+from memory.models import (
+    Category,
+    Fact,
+    Partition,
+    Provenance,
+    Role,
+    Thread,
+    Viewer,
+)
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
@@ -34,6 +43,9 @@ log = logging.getLogger(__name__)
 CORRECTION_MATCH = 0.55
 #: How close a stored fact must be to "forget …" to be deleted.
 FORGET_MATCH = 0.6
+#: "Forget everything about me" reads up to this many of the person's messages for the
+#: words to take out of shared notes.
+ERASE_SCAN = 20_000
 
 CONFIRM_REMEMBER = "Got it, I'll remember that."
 ALREADY_KNEW = "I already knew that — still remembered."
@@ -81,6 +93,13 @@ class OperationResult:
     #: A "which should I forget?" question: the fact ids of each numbered memory (the
     #: memory first, then versions of it kept as history). Nothing was deleted.
     choices: list[list[str]] = field(default_factory=list)
+
+
+def forgotten_text(removed: dict[str, int]) -> str:
+    """The answer to a forget: that it is done, and what went ("Done — I've forgotten
+    that (1 memory, 1 summary and 2 messages).")."""
+    what = describe_removed(removed)
+    return f"{FORGOTTEN[:-1]} ({what})." if what else FORGOTTEN
 
 
 def _content_terms(text: str) -> set[str]:
@@ -260,7 +279,9 @@ class MemoryOperations:
         scored.sort(key=lambda pair: -pair[0])
         return scored
 
-    async def forget(self, viewer: Viewer, target: str) -> OperationResult:
+    async def forget(
+        self, viewer: Viewer, target: str, *, name: str | None = None
+    ) -> OperationResult:
         """Hard-delete the memory that best matches ``target`` and everything derived
         from it: its history, its mem0 copy, reflections and blobs that mention it
         (blobs are rebuilt from their other reflections), and the messages it came from.
@@ -272,26 +293,43 @@ class MemoryOperations:
             for f in await self.facts.list_visible(viewer, include_history=True)
             if f.partition.owner_user_id in (None, viewer.user_id)
         ]
-        if not own:
+        doomed: list[Fact] = []
+        scored = await self._ranked(target, own) if own else []
+        if scored and scored[0][0] >= FORGET_MATCH:
+            best = scored[0][0]
+            # everything about as close as the best match (versions of the same memory)
+            doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
+            groups = self._distinct(doomed)
+            if len(groups) >= 2:
+                # Two different memories are as close: deleting both (or the wrong one)
+                # would lose data, so ask which. Nothing is deleted until they answer.
+                groups = groups[:FORGET_CHOICES_MAX]
+                lines = "\n".join(f"{n}) {g[0].content}" for n, g in enumerate(groups, start=1))
+                return OperationResult(
+                    text=f"{FORGET_WHICH}\n{lines}\n{FORGET_WHICH_END}",
+                    choices=[[f.id for f in g] for g in groups],
+                )
+        removed = await self.erase_facts(viewer.user_id, doomed, [target]) if doomed else {}
+        # "forget my key" found the memory it meant: its words say what to look for in
+        # notes and messages, not every sentence that mentions a key.
+        vague = len(_content_terms(target)) < 2 and doomed
+        needles = [f.content for f in doomed] if vague else [target]
+        fact_ids = [f.id for f in doomed]
+        add_counts(removed, await self.forget_words(viewer, needles, fact_ids, name))
+        if not any(removed.values()):
             return OperationResult(text=NOTHING_TO_FORGET)
-        scored = await self._ranked(target, own)
-        best = scored[0][0]
-        if best < FORGET_MATCH:
-            return OperationResult(text=NOTHING_TO_FORGET)
-        # everything about as close as the best match (versions of the same memory)
-        doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
-        groups = self._distinct(doomed)
-        if len(groups) >= 2:
-            # Two different memories are as close: deleting both (or the wrong one) would
-            # lose data, so ask which. Nothing is deleted until the person answers.
-            groups = groups[:FORGET_CHOICES_MAX]
-            lines = "\n".join(f"{n}) {g[0].content}" for n, g in enumerate(groups, start=1))
-            return OperationResult(
-                text=f"{FORGET_WHICH}\n{lines}\n{FORGET_WHICH_END}",
-                choices=[[f.id for f in g] for g in groups],
-            )
-        removed = await self.erase_facts(viewer.user_id, doomed, [target])
-        return OperationResult(text=FORGOTTEN, removed=removed)
+        return OperationResult(text=forgotten_text(removed), removed=removed)
+
+    async def forget_words(
+        self,
+        viewer: Viewer,
+        needles: Sequence[str],
+        fact_ids: Sequence[str],
+        name: str | None = None,
+    ) -> dict[str, int]:
+        """What a forget reaches beyond facts, here (see :mod:`memory.erasure`)."""
+        scrub = Scrubber(self.notes, self.journal)
+        return await scrub.forget_here(viewer, needles, fact_ids, name=name)
 
     @staticmethod
     def _distinct(facts: Sequence[Fact]) -> list[list[Fact]]:
@@ -337,7 +375,9 @@ class MemoryOperations:
         if not doomed:
             return OperationResult(text=NOTHING_TO_FORGET)
         removed = await self.erase_facts(viewer.user_id, doomed, [])
-        return OperationResult(text=FORGOTTEN, removed=removed)
+        contents = [f.content for f in doomed]
+        add_counts(removed, await self.forget_words(viewer, contents, [f.id for f in doomed]))
+        return OperationResult(text=forgotten_text(removed), removed=removed)
 
     async def erase_facts(
         self, user_id: str, doomed: Sequence[Fact], phrases: Sequence[str]
@@ -385,9 +425,15 @@ class MemoryOperations:
         return await self.journal.delete_by_ids(ids)
 
     async def forget_everything(self, user_id: str) -> dict[str, int]:
-        """Erase a user entirely: facts they own or stated, notes, clarifications, messages.
-        (The directory entry is removed by the caller, which also leaves the circles.)"""
+        """Erase a user entirely: facts they own or stated, notes, clarifications, messages,
+        and their words in the shared notes and summaries of their circles (rewritten
+        without them). (The directory entry is removed by the caller, which also leaves
+        the circles.)"""
         facts = await self.facts.owned_by(user_id)
+        said = [
+            m for m in await self.journal.recent_by_user(user_id, limit=ERASE_SCAN) if m.user_id
+        ]
+        shared = await Scrubber(self.notes, self.journal).shared_of(user_id, facts, said)
         # Facts they stated in someone else's partition (circle-level "we/our" ones): the
         # notes derived from them are not theirs, so they go through the forget cascade.
         stated = [f for f in facts if f.partition.owner_user_id != user_id]
@@ -401,7 +447,7 @@ class MemoryOperations:
         for name, n in (await self.notes.delete_for_user(user_id)).items():
             counts[name] = counts.get(name, 0) + n
         counts["messages"] = counts.get("messages", 0) + await self.journal.delete_user(user_id)
-        return counts
+        return add_counts(counts, shared)
 
     # --- clarifications ------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from memory.formation import FormationService
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
+from memory.reply_ports import ErasureResidue
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
@@ -182,8 +183,10 @@ def build_assistant(
     *,
     bot_username: str = "alfred",
     after_message: AfterMessage | None = None,
+    residue: ErasureResidue | None = None,
 ) -> Assistant:
-    """The reply service, with the narrow bundle of ports it uses."""
+    """The reply service, with the narrow bundle of ports it uses (``residue``: what a
+    forget cleans outside the stores, see :mod:`runtime.erasure`)."""
     operations = MemoryOperations(
         facts=services.facts,
         writer=services.writer,
@@ -207,6 +210,7 @@ def build_assistant(
         flags=services.settings.flags,
         observer=ProcessMetrics(),
         calendar=CalendarForReply(services.calendar),
+        residue=residue,
     )
     return Assistant(
         deps,

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from redis.asyncio import Redis
 from telegram import Update
 
 from bot.telegram.app import build_application
@@ -31,6 +32,7 @@ from memory.models import Thread, Viewer
 from runtime.bundle import Services
 from runtime.container import build_assistant, build_services
 from runtime.embedded import stop_before_removal
+from runtime.erasure import ErasureFiles
 from runtime.settings import Settings
 
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -59,6 +61,10 @@ class Jobs(Protocol):
     async def after_message(self, thread_id: str) -> None: ...
 
     async def drain(self, now: datetime) -> list[tuple[str, str]]: ...
+
+    def redis_client(self) -> Redis | None:
+        """The Redis the jobs run on (an erase has it rewrite its append-only file)."""
+        ...
 
 
 def parse_script(lines: Iterable[str]) -> list[tuple[int, str, Any]]:
@@ -275,8 +281,16 @@ class Replay:
         self.jobs = jobs
         self.names = Names()
         self.api = OfflineBotAPI()
+        residue = ErasureFiles(
+            services.settings.data_dir() / "spool",
+            lambda: jobs.redis_client() if jobs else None,
+            services.mongo,
+        )
         self.assistant = build_assistant(
-            services, bot_username="alfred", after_message=jobs.after_message if jobs else None
+            services,
+            bot_username="alfred",
+            after_message=jobs.after_message if jobs else None,
+            residue=residue,
         )
         self.app = build_application("7000000001:replay", self.assistant, request=self.api)
         self._update_ids = itertools.count(1)

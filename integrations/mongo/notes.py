@@ -251,6 +251,46 @@ class MongoNotes:
         if doc:
             await self._bump(Partition.from_fields(doc))
 
+    async def all_visible(self, viewer: Viewer) -> tuple[list[Reflection], list[Consolidated]]:
+        """Every note (absorbed ones included, every scope) and summary the viewer may
+        see: what a targeted forget looks through."""
+        query = and_visible(viewer)
+        return (
+            [reflection_from_doc(d) async for d in self._reflections.find(query)],
+            [consolidated_from_doc(d) async for d in self._consolidated.find(query)],
+        )
+
+    async def rewrite_reflection(self, reflection_id: str, content: str) -> None:
+        """Replace a note's text (a forget took sentences out of it)."""
+        doc = await self._reflections.find_one_and_update(
+            {"_id": reflection_id}, {"$set": {"content": content}}
+        )
+        if doc:
+            await self._bump(Partition.from_fields(doc))
+
+    async def rewrite_blob(self, blob_id: str, content: str) -> None:
+        """Replace a summary's text (a forget took sentences out of it)."""
+        doc = await self._consolidated.find_one_and_update(
+            {"_id": blob_id}, {"$set": {"content": content}}
+        )
+        if doc:
+            await self._bump(Partition.from_fields(doc))
+
+    async def clarifications_for(
+        self, user_id: str, partition_keys: Sequence[str] = ()
+    ) -> list[Clarification]:
+        """Questions for a user or in their partitions, and any in ``partition_keys``."""
+        query: Document = {"$or": [{"user_id": user_id}, {"owner_user_id": user_id}]}
+        if partition_keys:
+            query["$or"].append({"pkey": {"$in": list(partition_keys)}})
+        return [clarification_from_doc(d) async for d in self._clarifications.find(query)]
+
+    async def delete_clarifications(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        result = await self._clarifications.delete_many({"_id": {"$in": list(ids)}})
+        return result.deleted_count
+
     async def all_for_audit(self) -> dict[str, list[Any]]:
         return {
             "reflections": [reflection_from_doc(d) async for d in self._reflections.find({})],

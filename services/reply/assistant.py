@@ -260,7 +260,7 @@ class Assistant:
             target = intent.target or await self.forgetting.previous_text(thread, viewer)
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
-            result = await self.ops.forget(viewer, target)
+            result = await self.forgetting.forget(inc, viewer, target)
             if result.choices:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
                 return Turn(asked, handled=True)

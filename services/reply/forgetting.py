@@ -51,6 +51,20 @@ class Forgetting:
             for part, journal_id in zip(parts, ids, strict=True)
         ]
 
+    async def forget(self, inc: Incoming, viewer: Viewer, target: str) -> OperationResult:
+        """A targeted "forget …": every store (facts, notes, summaries, questions, the
+        journal), then the spooled updates that say it and Redis's append-only file."""
+        result = await self.d.operations.forget(viewer, target, name=inc.sender.name)
+        if result.removed:
+            await self._residue(viewer.user_id, inc.sender.telegram_id, [target])
+        return result
+
+    async def _residue(
+        self, user_id: str, telegram_user_id: int | None, needles: list[str] | None
+    ) -> None:
+        if self.d.residue is not None:
+            await self.d.residue.scrub(telegram_user_id, needles, user_id)
+
     async def forget_chosen(
         self, viewer: Viewer, pending: dict[str, object], text: str
     ) -> str | None:
@@ -65,6 +79,8 @@ class Forgetting:
         ids = pending.get("question_ids")
         if isinstance(ids, list):
             await self.d.journal.redact([str(i) for i in ids], FORGET_WHICH_REDACTED)
+        if result.removed:
+            await self._residue(viewer.user_id, None, [])  # no spool to scrub
         return result.text
 
     async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
@@ -107,10 +123,12 @@ class Forgetting:
             ]
             removed = await d.operations.erase_facts(viewer.user_id, circle_level, [])
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
+        user = await d.directory.user(viewer.user_id)
         counts = await d.operations.forget_everything(viewer.user_id)
         await d.calendar.forget_user(viewer.user_id)
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
+        await self._residue(viewer.user_id, user.telegram_user_id if user else None, None)
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
             f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."
