@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.corrections import split_correction, supersede
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.ids import normalise_content
@@ -24,7 +25,7 @@ from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.rules.intents import detect_correction, strip_addressing
+from memory.rules.intents import strip_addressing
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
 
@@ -36,6 +37,7 @@ CORRECTION_MATCH = 0.55
 FORGET_MATCH = 0.6
 
 CONFIRM_REMEMBER = "Got it, I'll remember that."
+
 ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
@@ -182,8 +184,17 @@ class MemoryOperations:
         for fact in new:
             if self.mirror is not None:
                 await self.mirror.mirror(fact)
-        text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
+        replaced = await self.supersede(new, reason="replaced by the person")
+        if replaced:
+            was = "; ".join(f.content for f in replaced)
+            text = f"Got it — I've updated it: {new[0].content} (before: {was})."
+        else:
+            text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
         return OperationResult(text=text, facts=[f for f, _ in stored])
+
+    async def supersede(self, new: Sequence[Fact], *, reason: str) -> list[Fact]:
+        """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`)."""
+        return await supersede(self.facts, self.llm, new, reason=reason, at=self.clock.now())
 
     async def correct(
         self,
@@ -192,15 +203,19 @@ class MemoryOperations:
         statement: str | None,
         negated: str | None,
         message_id: str,
+        *,
+        old_value: str | None = None,
+        new_value: str | None = None,
     ) -> OperationResult:
         """Apply "actually …" at once: the closest fact of the speaker's partition here is
-        invalidated (kept as history) and the corrected statement stored."""
+        invalidated (kept as history) and the corrected statement stored; any other
+        current fact the statement gives a new value for is retired too (exactly one value
+        stays current). "I meant X, not Y" swaps the value in what was stored or said."""
+        if old_value and new_value:
+            return await self._swap(viewer, speaker, old_value, new_value, message_id)
         statement, negated = split_correction(statement, negated)
         thread = viewer.thread
-        partitions = {
-            thread.partition_for(speaker.id),
-            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
-        }
+        partitions = self._partitions_of(thread, speaker)
         probe = negated or statement
         replaced: Fact | None = None
         if probe:
@@ -209,6 +224,7 @@ class MemoryOperations:
         if replaced is not None:
             await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
         stored: list[Fact] = []
+        retired: list[Fact] = []
         if statement:
             facts = await self._facts_from(thread, speaker, statement, message_id)
             items = [
@@ -226,7 +242,13 @@ class MemoryOperations:
                 )
                 for content, category, importance, _ in facts
             ]
-            stored = [f for f, _ in await self.writer.add_many(items)]
+            written = await self.writer.add_many(items)
+            stored = [f for f, _ in written]
+            retired = await self.supersede(
+                [f for f, created in written if created], reason="corrected by the person"
+            )
+        if replaced is None and retired:
+            replaced = retired[0]
         if replaced is not None and stored:
             text = f"Thanks for the correction — I've updated it: {stored[0].content}"
         elif replaced is not None:
@@ -235,6 +257,91 @@ class MemoryOperations:
             text = f"Thanks, noted: {stored[0].content}"
         else:
             text = "Thanks — tell me what changed and I'll update what I remember."
+        return OperationResult(text=text, facts=stored)
+
+    @staticmethod
+    def _partitions_of(thread: Thread, speaker: Person) -> set[Partition]:
+        """The partitions a person may correct here: their own, and the circle's."""
+        return {
+            thread.partition_for(speaker.id),
+            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
+        }
+
+    async def _swap(
+        self, viewer: Viewer, speaker: Person, old: str, new: str, message_id: str
+    ) -> OperationResult:
+        """ "I meant X, not Y": Y becomes X in the latest current fact of theirs that says
+        Y, else in their latest message here that says it (a self-correction before
+        formation: that message is then handled, its fact kept as history)."""
+        thread = viewer.thread
+        needle = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
+        partitions = self._partitions_of(thread, speaker)
+        mine = [
+            f
+            for f in await self.facts.list_visible(viewer)
+            if f.partition in partitions and needle.search(f.content)
+        ]
+        now = self.clock.now()
+        provenance = Provenance(
+            thread_id=thread.id,
+            message_ids=[message_id],
+            speaker_id=speaker.id,
+            source="correction",
+        )
+        if mine:
+            target = max(mine, key=lambda f: f.valid_at)
+            content = needle.sub(new, target.content)
+            await self.facts.invalidate(target.id, at=now, reason="corrected by the person")
+            stored = [
+                f
+                for f, _ in await self.writer.add_many(
+                    [(content, target.category, target.importance, target.partition, provenance)]
+                )
+            ]
+            return OperationResult(
+                text=f"Thanks for the correction — I've updated it: {content}", facts=stored
+            )
+        said = [
+            m
+            for m in await self.journal.unformed(thread.id)
+            if m.role is Role.USER
+            and m.user_id == speaker.id
+            and m.id != message_id
+            and needle.search(m.text)
+        ]
+        if not said:
+            return OperationResult(
+                text=f'I couldn\'t find "{old}" in what you told me — say it again in full '
+                "and I'll update it."
+            )
+        source = max(said, key=lambda m: (m.created_at, m.telegram_message_id or 0))
+        before = await self._facts_from(thread, speaker, source.text, source.id)
+        after = await self._facts_from(thread, speaker, needle.sub(new, source.text), message_id)
+        partition = thread.partition_for(speaker.id)
+        history = await self.writer.add_many(
+            [
+                (
+                    c,
+                    cat,
+                    imp,
+                    partition,
+                    Provenance(thread_id=thread.id, message_ids=[source.id], speaker_id=speaker.id),
+                )
+                for c, cat, imp, _ in before
+            ]
+        )
+        for fact, _ in history:
+            await self.facts.invalidate(fact.id, at=now, reason="corrected by the person")
+        written = await self.writer.add_many(
+            [(c, cat, max(imp, 6), partition, provenance) for c, cat, imp, _ in after]
+        )
+        await self.journal.mark_handled([source.id])
+        stored = [f for f, _ in written]
+        text = (
+            f"Thanks for the correction — I've updated it: {stored[0].content}"
+            if stored
+            else ("Thanks — noted.")
+        )
         return OperationResult(text=text, facts=stored)
 
     async def _closest(
@@ -445,30 +552,6 @@ class MemoryOperations:
             await self.notes.set_clarification_status(item.id, "resolved", now)
             return OperationResult(text="Thanks — I've updated what I remember.")
         return None
-
-
-_CLAUSE_BREAK = re.compile(
-    r"[;,]\s+(?=(?:i|i'm|i've|my|we|we're|our|now)\b)|\s+but\s+(?:now\s*,?\s+)?", re.I
-)
-
-
-def split_correction(statement: str | None, negated: str | None) -> tuple[str | None, str | None]:
-    """Separate what stopped being true from what is true now, in a sentence that says
-    both ("I don't love Thai food anymore, I love Korean food now")."""
-    if not statement:
-        return statement, negated
-    positive: list[str] = []
-    for part in (p.strip() for p in _CLAUSE_BREAK.split(statement)):
-        if not part:
-            continue
-        sub = detect_correction(part)
-        if sub is not None and sub.negated:
-            negated = negated or sub.negated
-        else:
-            positive.append(re.sub(r"\s+now$", "", part, flags=re.I))
-    if not positive:
-        return statement, negated
-    return " ".join(positive), negated
 
 
 def choice_answer(text: str, count: int) -> list[int] | None:

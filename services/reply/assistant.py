@@ -283,7 +283,13 @@ class Assistant:
             return say(result.text)
         if isinstance(intent, CorrectionIntent):
             result = await self.ops.correct(
-                viewer, speaker, intent.statement, intent.negated, f"{inc.chat_id}:{inc.message_id}"
+                viewer,
+                speaker,
+                intent.statement,
+                intent.negated,
+                f"{inc.chat_id}:{inc.message_id}",
+                old_value=intent.old_value,
+                new_value=intent.new_value,
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
