@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.clarifications import Clarifications
 from memory.corrections import split_correction, supersede
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
@@ -51,9 +52,6 @@ FORGET_CHOICES_MAX = 9
 
 #: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
-_YES = re.compile(
-    r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
-)
 _NONE_OF_THEM = re.compile(
     r"^(?:none|neither|nothing|cancel|no|nope|keep (?:them|both|all|everything))"
     r"(?: of (?:them|those|these))?(?:,? thanks?(?: you)?)?$",
@@ -66,10 +64,6 @@ _ALL_OF_THEM = re.compile(
 )
 _NUMBERS = re.compile(
     r"^(?:(?:number|no\.?|#)\s*)?\d{1,2}(?:\s*(?:,|and|&|\+|\s)\s*#?\d{1,2})*$", re.I
-)
-_NO = re.compile(
-    r"^\s*(no|nope|nah|not really|it hasn'?t|still|wrong|that'?s wrong|no,? it'?s the same)\b",
-    re.I,
 )
 
 
@@ -510,48 +504,35 @@ class MemoryOperations:
 
     # --- clarifications ------------------------------------------------------------------
 
-    async def question_for(self, viewer: Viewer) -> str | None:
-        """A pending question for this person here, marked as asked."""
-        item = await self.notes.pending_clarification(viewer)
-        if item is None:
-            return None
-        await self.notes.set_clarification_status(item.id, "asked")
-        return item.question
+    @property
+    def clarifications(self) -> Clarifications:
+        """Alfred's questions, bound to where and when they were asked."""
+        return Clarifications(self)
 
-    async def answer(self, viewer: Viewer, text: str) -> OperationResult | None:
-        """Resolve the question last asked here from the person's answer, if it is one."""
-        item = await self.notes.asked_clarification(viewer)
-        if item is None:
-            return None
-        text = strip_addressing(text)  # in a group the answer comes as "@alfred yes"
-        now = self.clock.now()
-        if (
-            _NO.match(text)
-            and item.kind == "contradiction"
-            and item.fact_id
-            and item.proposed_content
-        ):
-            # Not changed: the newer statement was wrong; restore the older one.
-            new = await self.facts.get(item.fact_id)
-            old = await self.facts.get(item.proposed_content)
-            if new is not None:
-                await self.facts.invalidate(
-                    new.id, at=now, reason="the person said it had not changed"
-                )
-            if old is not None:
-                await self.writer.add(
-                    old.content,
-                    old.partition,
-                    category=old.category,
-                    importance=old.importance,
-                    provenance=old.provenance,
-                )
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I'll keep remembering it the way it was.")
-        if _YES.match(text):
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I've updated what I remember.")
-        return None
+    async def question_for(self, viewer: Viewer, *, after_message: int | None = None) -> str | None:
+        """A pending question for this person here, marked as asked (bound to this
+        thread, after the person's message ``after_message``)."""
+        return await self.clarifications.question_for(viewer, after_message=after_message)
+
+    async def answer(
+        self,
+        viewer: Viewer,
+        text: str,
+        *,
+        speaker: Person | None = None,
+        message_id: int | None = None,
+        journal_id: str = "",
+        reply_to_text: str | None = None,
+    ) -> OperationResult | None:
+        """Resolve the question this message is bound to, if it answers it."""
+        return await self.clarifications.answer(
+            viewer,
+            text,
+            speaker=speaker,
+            message_id=message_id,
+            journal_id=journal_id,
+            reply_to_text=reply_to_text,
+        )
 
 
 def choice_answer(text: str, count: int) -> list[int] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,12 @@ log = logging.getLogger(__name__)
 
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
+#: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
+#: own memories that match at least this share of the best match's relevance rank
+#: before a partner's that match as well (the order changes, not the scores). The share
+#: keeps an unrelated memory of theirs from being lifted over a relevant one.
+FIRST_PERSON_MIN_RELEVANCE = 0.25
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +191,8 @@ class Retriever:
             for i, c in visible.items()
         }
         final = blend(signals, self.config.blend)
-        ranked = sorted(final, key=lambda i: (-final[i], i))[:limit]
+        first = _own_first(text, viewer, visible, signals)
+        ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
         result.facts = [ScoredFact(visible[i], final[i], fused[i]) for i in ranked]
         result.timings_ms["total"] = _ms(started)
         self._record_access([i for i in ranked], now)
@@ -280,6 +288,24 @@ class Retriever:
 
 class LegSkipped(Exception):
     """A leg that had nothing to run with (no query vector)."""
+
+
+def _own_first(
+    query: str,
+    viewer: Viewer,
+    visible: Mapping[str, Candidate],
+    signals: Mapping[str, MemorySignals],
+) -> set[str]:
+    """The viewer's own relevant memories, ranked first on a first-person query."""
+    if not signals or not _FIRST_PERSON.search(query):
+        return set()
+    best = max(signal.relevance for signal in signals.values())
+    return {
+        i
+        for i, c in visible.items()
+        if c.partition.owner_user_id == viewer.user_id
+        and signals[i].relevance >= FIRST_PERSON_MIN_RELEVANCE * best
+    }
 
 
 def _ms(started: float) -> float:
