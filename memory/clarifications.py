@@ -19,15 +19,35 @@ import hashlib
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from memory.constants import CLARIFICATION_NEXT_MESSAGE_SECONDS, CLARIFICATION_TTL_DAYS
+from memory.facts import FactWriter
 from memory.models import Clarification, Role, Thread, Viewer
+from memory.ports import Clock
 from memory.prompts.common import Person
 from memory.rules.intents import strip_addressing
+from memory.stores import FactStore, JournalStore, NotesStore
 
-if TYPE_CHECKING:
-    from memory.operations import MemoryOperations, OperationResult
+
+class _Said(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class _Operations(Protocol):
+    """What answering needs of :class:`memory.operations.MemoryOperations`."""
+
+    facts: FactStore
+    writer: FactWriter
+    notes: NotesStore
+    journal: JournalStore
+    clock: Clock
+
+    async def remember(
+        self, thread: Thread, speaker: Person, payload: str, message_id: str
+    ) -> _Said: ...
+
 
 YES: Final = re.compile(
     r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
@@ -47,6 +67,12 @@ _NOT_A_NOUN_PHRASE: Final = re.compile(
     r"\?|\b(?:is|are|was|were|am|do|does|did|have|has|will|would|can|could|should|love|like"
     r"|think|know|want|need|go|went|thanks|thank|lol|ok|okay|hello|hi)\b",
     re.I,
+)
+
+
+#: Whom a short answer names: "her sister Jane", "my neighbour", "Jane", "Bob's mom".
+_NOUN_PHRASE: Final = re.compile(
+    r"^(?:(?:my|her|his|their|our|the)\s+[\w'-]+|[A-Z][\w'-]*)(?:\s+[\w'-]+){0,2}$"
 )
 
 
@@ -71,7 +97,7 @@ def whose(reference: str, answer: str) -> str | None:
         return f"{owner.group('name')}'s {noun}"
     if _NOT_A_NOUN_PHRASE.search(answer) or YES.match(answer) or NO.match(answer):
         return None
-    return answer
+    return answer if _NOUN_PHRASE.match(answer) else None
 
 
 def ambiguous_id(thread: Thread, message_id: int) -> str:
@@ -82,7 +108,7 @@ def ambiguous_id(thread: Thread, message_id: int) -> str:
 class Clarifications:
     """Asking and answering, through the memory operations' stores."""
 
-    ops: MemoryOperations
+    ops: _Operations
 
     async def question_for(self, viewer: Viewer, *, after_message: int | None = None) -> str | None:
         """A pending question for this person here, now asked and bound to this thread."""
@@ -165,10 +191,10 @@ class Clarifications:
         message_id: int | None = None,
         journal_id: str = "",
         reply_to_text: str | None = None,
-    ) -> OperationResult | None:
-        """Resolve the question this message is bound to, if it is a short answer."""
-        from memory.operations import OperationResult
-
+    ) -> str | None:
+        """Resolve the question this message is bound to, if it is a short answer: what
+        to tell the person, or ``None`` (not an answer: the message is handled as any
+        other)."""
         item = await self.bound(viewer, message_id=message_id, reply_to_text=reply_to_text)
         body = short(text)
         if item is None or body is None:
@@ -183,7 +209,7 @@ class Clarifications:
             payload = pattern.sub(definite, item.proposed_content, count=1)
             stored = await ops.remember(viewer.thread, speaker, payload, journal_id)
             await ops.notes.set_clarification_status(item.id, "resolved", now)
-            return stored
+            return stored.text
         if (
             NO.match(body)
             and item.kind == "contradiction"
@@ -206,8 +232,8 @@ class Clarifications:
                     provenance=old.provenance,
                 )
             await ops.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I'll keep remembering it the way it was.")
+            return "Thanks — I'll keep remembering it the way it was."
         if YES.match(body):
             await ops.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I've updated what I remember.")
+            return "Thanks — I've updated what I remember."
         return None

@@ -12,10 +12,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-import numpy as np
-
-from memory.constants import UPDATE_CANDIDATE_SIMILARITY
 from memory.errors import Unavailable
+from memory.formation_updates import similar_facts
 from memory.llm import LLM, LLMOutputError
 from memory.models import Fact
 from memory.prompts.decide_updates import DECIDE_UPDATES, CandidateFact, DecideUpdatesContext
@@ -37,24 +35,18 @@ async def supersede(
 
     The same update decision as formation's decides what is the same thing (the
     model, or the offline rules by slot), told that the facts are explicit; it runs
-    only when a fact of the partition is similar enough to be a candidate."""
+    only when a fact of the partition is a candidate (similar enough, or the same slot)."""
     candidates: list[CandidateFact] = []
     allowed: dict[int, dict[str, Fact]] = {}
     for i, fact in enumerate(new):
         if fact.embedding is None:
             continue
-        vector = np.asarray(fact.embedding)
-        scored = sorted(
-            (
-                (float(np.dot(np.asarray(other.embedding), vector)), other)
-                for other in await facts.current_in_partition(fact.partition)
-                if other.id != fact.id
-                and other.embedding is not None
-                and len(other.embedding) == len(vector)
-            ),
-            key=lambda pair: -pair[0],
-        )[:SUPERSEDE_CANDIDATES]
-        similar = [(s, f) for s, f in scored if s >= UPDATE_CANDIDATE_SIMILARITY]
+        others = [
+            other
+            for other in await facts.current_in_partition(fact.partition)
+            if other.id != fact.id
+        ]
+        similar = [(s, f) for f, s in similar_facts(fact.embedding, others, fact.content)]
         allowed[i] = {f.id: f for _, f in similar}
         candidates += [
             CandidateFact(id=f.id, content=f.content, similarity=s, new_index=i) for s, f in similar

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -38,10 +38,21 @@ from memory.prompts.decide_updates import (
     UpdateDecision,
 )
 from memory.prompts.extract_facts import ExtractedFact
+from memory.rules.slots import shares_slot
 from memory.stores import FactStore, NotesStore, SemanticMirror
 
-if TYPE_CHECKING:
-    from memory.formation import FormationReport
+
+class FormationReport(Protocol):
+    """The counters of :class:`memory.formation.FormationReport` this step fills."""
+
+    batch_id: str | None
+    facts_added: int
+    facts_updated: int
+    facts_invalidated: int
+    facts_unchanged: int
+    clarifications: int
+    failed_steps: list[str]
+
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +98,7 @@ class UpdateStep:
             key = partition.key()
             if key not in cache:
                 cache[key] = await self.facts.current_in_partition(partition)
-            similar = self._similar(vectors[i], cache[key])
+            similar = self._similar(vectors[i], cache[key], contents[i])
             allowed[i] = {fact.id: fact for fact, _ in similar}
             candidates += [
                 CandidateFact(id=fact.id, content=fact.content, similarity=score, new_index=i)
@@ -96,7 +107,10 @@ class UpdateStep:
             earlier[i] = {}
             for j in range(i):
                 score = float(np.dot(vectors[i], vectors[j]))
-                if placed[j][1] == partition and score >= UPDATE_CANDIDATE_SIMILARITY:
+                close = score >= UPDATE_CANDIDATE_SIMILARITY or shares_slot(
+                    contents[i], contents[j]
+                )
+                if placed[j][1] == partition and close:
                     earlier[i][f"new:{j}"] = j
                     candidates.append(
                         CandidateFact(
@@ -218,20 +232,12 @@ class UpdateStep:
             ):
                 report.facts_invalidated += 1
 
-    def _similar(self, vector: np.ndarray, existing: Sequence[Fact]) -> list[tuple[Fact, float]]:
-        usable = [
-            f for f in existing if f.embedding is not None and len(f.embedding) == len(vector)
-        ]
-        if not usable:
-            return []
-        matrix = np.asarray([f.embedding for f in usable], dtype=np.float32)
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
-        order = np.argsort(-scores)[:CANDIDATES_PER_FACT]
-        return [
-            (usable[int(i)], float(scores[int(i)]))
-            for i in order
-            if scores[int(i)] >= UPDATE_CANDIDATE_SIMILARITY
-        ]
+    def _similar(
+        self, vector: np.ndarray, existing: Sequence[Fact], content: str
+    ) -> list[tuple[Fact, float]]:
+        """The candidates of a new fact: the most similar current facts, and those that
+        fill the same single-valued slot (:func:`memory.rules.slots.shares_slot`)."""
+        return similar_facts(vector, existing, content)
 
     async def _contradiction(
         self,
@@ -290,6 +296,32 @@ def _said_later(old: Fact, fact: ExtractedFact, order: dict[str, tuple[datetime,
     if old_in_batch:
         return max(old_in_batch) > new_at
     return bool(old.valid_at > new_at[0])
+
+
+def similar_facts(
+    vector: np.ndarray | Sequence[float], existing: Sequence[Fact], content: str
+) -> list[tuple[Fact, float]]:
+    """Update candidates for a new fact with ``content``: the (at most
+    :data:`CANDIDATES_PER_FACT`) current facts at or above the candidate similarity, and
+    any that fill the same single-valued slot whatever their similarity."""
+    usable = [f for f in existing if f.embedding is not None and len(f.embedding) == len(vector)]
+    if not usable:
+        return []
+    matrix = np.asarray([f.embedding for f in usable], dtype=np.float32)
+    scores = matrix @ np.asarray(vector, dtype=np.float32)
+    order = np.argsort(-scores)[:CANDIDATES_PER_FACT]
+    out = [
+        (usable[int(i)], float(scores[int(i)]))
+        for i in order
+        if scores[int(i)] >= UPDATE_CANDIDATE_SIMILARITY
+    ]
+    shown = {f.id for f, _ in out}
+    out += [
+        (f, float(scores[n]))
+        for n, f in enumerate(usable)
+        if f.id not in shown and shares_slot(content, f.content)
+    ]
+    return out
 
 
 def _said_at(fact: ExtractedFact, order: dict[str, tuple[datetime, int]]) -> tuple[datetime, int]:

@@ -525,7 +525,7 @@ class MemoryOperations:
         reply_to_text: str | None = None,
     ) -> OperationResult | None:
         """Resolve the question this message is bound to, if it answers it."""
-        return await self.clarifications.answer(
+        said = await self.clarifications.answer(
             viewer,
             text,
             speaker=speaker,
@@ -533,6 +533,7 @@ class MemoryOperations:
             journal_id=journal_id,
             reply_to_text=reply_to_text,
         )
+        return OperationResult(text=said) if said is not None else None
 
 
 def choice_answer(text: str, count: int) -> list[int] | None:

@@ -42,10 +42,11 @@ log = logging.getLogger(__name__)
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
 #: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
-#: own memories that match at least this share of the best match's relevance rank
-#: before a partner's that match as well (the order changes, not the scores). The share
-#: keeps an unrelated memory of theirs from being lifted over a relevant one.
-FIRST_PERSON_MIN_RELEVANCE = 0.25
+#: own memories whose cosine to the query is within this margin of the best match's rank
+#: before a partner's that match as well (the order changes, not the scores). Cosines are
+#: absolute, so the margin means the same in every query, and an unrelated memory of
+#: theirs is never lifted over a relevant one.
+FIRST_PERSON_MARGIN = 0.1
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|myself)\b", re.IGNORECASE)
 
 
@@ -191,7 +192,7 @@ class Retriever:
             for i, c in visible.items()
         }
         final = blend(signals, self.config.blend)
-        first = _own_first(text, viewer, visible, signals)
+        first = _own_first(text, viewer, visible, scores.get("dense", {}))
         ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
         result.facts = [ScoredFact(visible[i], final[i], fused[i]) for i in ranked]
         result.timings_ms["total"] = _ms(started)
@@ -291,20 +292,19 @@ class LegSkipped(Exception):
 
 
 def _own_first(
-    query: str,
-    viewer: Viewer,
-    visible: Mapping[str, Candidate],
-    signals: Mapping[str, MemorySignals],
+    query: str, viewer: Viewer, visible: Mapping[str, Candidate], dense: Mapping[str, float]
 ) -> set[str]:
-    """The viewer's own relevant memories, ranked first on a first-person query."""
-    if not signals or not _FIRST_PERSON.search(query):
+    """The viewer's own memories about as close to a first-person query as its best
+    match (by cosine), ranked first; none without the dense leg."""
+    cosines = {i: dense[i] for i in visible if i in dense}
+    if not cosines or not _FIRST_PERSON.search(query):
         return set()
-    best = max(signal.relevance for signal in signals.values())
+    best = max(cosines.values())
     return {
         i
-        for i, c in visible.items()
-        if c.partition.owner_user_id == viewer.user_id
-        and signals[i].relevance >= FIRST_PERSON_MIN_RELEVANCE * best
+        for i, cosine in cosines.items()
+        if visible[i].partition.owner_user_id == viewer.user_id
+        and cosine >= best - FIRST_PERSON_MARGIN
     }
 
 
