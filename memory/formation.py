@@ -4,7 +4,9 @@ A formation takes the oldest unformed messages of one thread (a *batch*), and:
 
 1. asks the fast model for atomic facts (no memory context);
 2. compares each new fact with similar current facts of the same partition (cosine ≥
-   0.7) and asks for ADD / UPDATE / DELETE / NONE — skipped when nothing is similar;
+   0.7, or the same single-valued slot) and with the batch's earlier statements, and asks
+   for ADD / UPDATE / DELETE / NONE — skipped when nothing is similar; the later message
+   wins (:mod:`memory.formation_updates`);
 3. asks for reflections, hierarchical circle → user → session, with the current blobs,
    recent reflections and the new facts in view.
 

@@ -264,9 +264,9 @@ class MemoryOperations:
     async def _swap(
         self, viewer: Viewer, speaker: Person, old: str, new: str, message_id: str
     ) -> OperationResult:
-        """ "I meant X, not Y": Y becomes X in the latest current fact of theirs that says
-        Y, else in their latest message here that says it (a self-correction before
-        formation: that message is then handled, its fact kept as history)."""
+        """A swap, "I meant X, not Y": Y becomes X in the latest current fact of theirs
+        that says Y, else in their latest message here that says it (a self-correction
+        before formation: that message is then handled, its fact kept as history)."""
         thread = viewer.thread
         needle = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
         partitions = self._partitions_of(thread, speaker)

@@ -54,7 +54,7 @@ async def test_remembering_a_new_value_replaces_the_old(settings: Settings, tmp_
 
 
 async def test_a_compound_correction_replaces(settings: Settings, tmp_path: Path) -> None:
-    """"I don't X anymore, I Y now" retires X and keeps Y, as one current value."""
+    """A compound "I don't X anymore, I Y now" retires X and keeps Y, one current value."""
     out = await replay_lines(
         settings,
         [
@@ -74,7 +74,7 @@ async def test_a_compound_correction_replaces(settings: Settings, tmp_path: Path
 async def test_a_subjectless_compound_correction_replaces(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """"not X anymore, Y now", with no subject at all."""
+    """The same as "not X anymore, Y now", with no subject at all."""
     out = await replay_lines(
         settings,
         [
@@ -154,7 +154,7 @@ async def test_a_self_correction_within_a_minute_leaves_one_value(
 async def test_i_meant_before_formation_corrects_what_was_just_said(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """"I meant …" seconds after a plain statement, before any formation: the statement
+    """An "I meant …" seconds after a plain statement, before any formation: the statement
     is corrected where it was said, and formation does not bring the old value back."""
     out = await replay_lines(
         settings,
@@ -176,7 +176,7 @@ async def test_i_meant_before_formation_corrects_what_was_just_said(
 async def test_an_explicit_correction_after_a_plain_statement_keeps_it_as_history(
     settings: Settings, tmp_path: Path
 ) -> None:
-    """"Actually, …" seconds after a plain statement: formation, reading the statement
+    """An "Actually, …" seconds after a plain statement: formation, reading the statement
     later, files it as history rather than dropping it or making it current."""
     out = await replay_lines(
         settings,
