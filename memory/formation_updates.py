@@ -325,9 +325,12 @@ def similar_facts(
 
 
 def _said_at(fact: ExtractedFact, order: dict[str, tuple[datetime, int]]) -> tuple[datetime, int]:
-    """When (and where in the batch) the last message a fact comes from was said."""
+    """When (and where in the batch) the last message a fact comes from was said; a fact
+    citing no message of the batch counts as said with its last message."""
     said = [order[mid] for mid in fact.source_message_ids if mid in order]
-    return max(said) if said else (datetime.max.replace(tzinfo=UTC), len(order))
+    if said:
+        return max(said)
+    return max(order.values(), default=(datetime.max.replace(tzinfo=UTC), 0))
 
 
 def _within(earlier: datetime, later: datetime) -> bool:
