@@ -161,3 +161,23 @@ async def test_a_first_person_query_ranks_the_speakers_own_memories_first(
     theo, nora = probes(out)
     assert theo["memories"][0]["owner"] == "theo", theo["memories"]
     assert nora["memories"][0]["owner"] == "nora", nora["memories"]
+
+
+async def test_only_the_asked_person_answers(settings: Settings, tmp_path: Path) -> None:
+    """Theo replying "mine" to the question Alfred asked Nora answers nothing; Nora's own
+    next message still does."""
+    out = await replay_lines(
+        settings,
+        [
+            FAM,
+            say("nora", "group:fam", "@alfred remember that Dad restores old radios"),
+            reply_to_bot("theo", "group:fam", "mine"),
+            say("nora", "group:fam", "Nora's"),
+            {"dump": "all"},
+        ],
+        tmp_path / "asked-only",
+    )
+    radios = [f for f in dumps(out)[-1]["facts"] if "radios" in f["content"]]
+    assert len(radios) == 1 and "Nora's dad" in radios[0]["content"], radios
+    (item,) = dumps(out)[-1]["clarifications"]
+    assert item["status"] == "resolved" and radios[0]["owner_user_id"] == item["user_id"]
