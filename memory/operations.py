@@ -15,9 +15,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.clarifications import Clarifications
+from memory.corrections import split_correction, supersede
 from memory.erasure import Scrubber, add_counts, describe_removed
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
+from memory.forget_choices import (
+    FORGET_CHOICES_MAX,
+    FORGET_WHICH,
+    FORGET_WHICH_END,
+    FORGET_WHICH_REDACTED,
+    KEPT_ALL,
+    choice_answer,
+)
 from memory.ids import normalise_content
 from memory.llm import LLM, LLMOutputError
 from memory.models import (
@@ -33,9 +43,9 @@ from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.rules.intents import detect_correction, strip_addressing
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
+from memory.value_swap import swap_value
 
 log = logging.getLogger(__name__)
 
@@ -48,39 +58,13 @@ FORGET_MATCH = 0.6
 ERASE_SCAN = 20_000
 
 CONFIRM_REMEMBER = "Got it, I'll remember that."
+
 ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
-FORGET_WHICH = "I remember a few things like that — which should I forget?"
-FORGET_WHICH_END = 'Reply with the number, or "all" (or "none" to keep them).'
-#: What the journal keeps of a "which should I forget?" question once it is answered.
-FORGET_WHICH_REDACTED = "[a question about which memory to forget]"
-KEPT_ALL = "All right — I haven't forgotten anything."
-#: At most this many distinct memories are offered to choose from.
-FORGET_CHOICES_MAX = 9
 
 #: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
-_YES = re.compile(
-    r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
-)
-_NONE_OF_THEM = re.compile(
-    r"^(?:none|neither|nothing|cancel|no|nope|keep (?:them|both|all|everything))"
-    r"(?: of (?:them|those|these))?(?:,? thanks?(?: you)?)?$",
-    re.I,
-)
-_ALL_OF_THEM = re.compile(
-    r"^(?:all|both|all of them|both of them|all of those|both of those|everything)"
-    r"(?:,? please)?$",
-    re.I,
-)
-_NUMBERS = re.compile(
-    r"^(?:(?:number|no\.?|#)\s*)?\d{1,2}(?:\s*(?:,|and|&|\+|\s)\s*#?\d{1,2})*$", re.I
-)
-_NO = re.compile(
-    r"^\s*(no|nope|nah|not really|it hasn'?t|still|wrong|that'?s wrong|no,? it'?s the same)\b",
-    re.I,
-)
 
 
 @dataclass
@@ -138,7 +122,7 @@ class MemoryOperations:
         self.clock = clock
         self.mirror = mirror
 
-    async def _facts_from(
+    async def facts_from(
         self, thread: Thread, speaker: Person, statement: str, message_id: str
     ) -> list[tuple[str, Category, int, bool]]:
         """Facts in one statement: (content, category, importance, about the circle)."""
@@ -180,7 +164,7 @@ class MemoryOperations:
         self, thread: Thread, speaker: Person, payload: str, message_id: str
     ) -> OperationResult:
         """Store an explicit "remember that …" at once, in the thread's partition."""
-        facts = await self._facts_from(thread, speaker, payload, message_id)
+        facts = await self.facts_from(thread, speaker, payload, message_id)
         items = [
             (
                 content,
@@ -203,8 +187,17 @@ class MemoryOperations:
         for fact in new:
             if self.mirror is not None:
                 await self.mirror.mirror(fact)
-        text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
+        replaced = await self.supersede(new, reason="replaced by the person")
+        if replaced:
+            was = "; ".join(f.content for f in replaced)
+            text = f"Got it — I've updated it: {new[0].content} (before: {was})."
+        else:
+            text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
         return OperationResult(text=text, facts=[f for f, _ in stored])
+
+    async def supersede(self, new: Sequence[Fact], *, reason: str) -> list[Fact]:
+        """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`)."""
+        return await supersede(self.facts, self.llm, new, reason=reason, at=self.clock.now())
 
     async def correct(
         self,
@@ -213,15 +206,19 @@ class MemoryOperations:
         statement: str | None,
         negated: str | None,
         message_id: str,
+        *,
+        old_value: str | None = None,
+        new_value: str | None = None,
     ) -> OperationResult:
         """Apply "actually …" at once: the closest fact of the speaker's partition here is
-        invalidated (kept as history) and the corrected statement stored."""
+        invalidated (kept as history) and the corrected statement stored; any other
+        current fact the statement gives a new value for is retired too (exactly one value
+        stays current). "I meant X, not Y" swaps the value in what was stored or said."""
+        if old_value and new_value:
+            return await swap_value(self, viewer, speaker, old_value, new_value, message_id)
         statement, negated = split_correction(statement, negated)
         thread = viewer.thread
-        partitions = {
-            thread.partition_for(speaker.id),
-            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
-        }
+        partitions = self.partitions_of(thread, speaker)
         probe = negated or statement
         replaced: Fact | None = None
         if probe:
@@ -230,8 +227,9 @@ class MemoryOperations:
         if replaced is not None:
             await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
         stored: list[Fact] = []
+        retired: list[Fact] = []
         if statement:
-            facts = await self._facts_from(thread, speaker, statement, message_id)
+            facts = await self.facts_from(thread, speaker, statement, message_id)
             items = [
                 (
                     content,
@@ -247,7 +245,13 @@ class MemoryOperations:
                 )
                 for content, category, importance, _ in facts
             ]
-            stored = [f for f, _ in await self.writer.add_many(items, pinned=True)]
+            written = await self.writer.add_many(items, pinned=True)
+            stored = [f for f, _ in written]
+            retired = await self.supersede(
+                [f for f, created in written if created], reason="corrected by the person"
+            )
+        if replaced is None and retired:
+            replaced = retired[0]
         if replaced is not None and stored:
             text = f"Thanks for the correction — I've updated it: {stored[0].content}"
         elif replaced is not None:
@@ -257,6 +261,14 @@ class MemoryOperations:
         else:
             text = "Thanks — tell me what changed and I'll update what I remember."
         return OperationResult(text=text, facts=stored)
+
+    @staticmethod
+    def partitions_of(thread: Thread, speaker: Person) -> set[Partition]:
+        """The partitions a person may correct here: their own, and the circle's."""
+        return {
+            thread.partition_for(speaker.id),
+            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
+        }
 
     async def _closest(
         self, viewer: Viewer, partitions: set[Partition], text: str, threshold: float
@@ -451,89 +463,36 @@ class MemoryOperations:
 
     # --- clarifications ------------------------------------------------------------------
 
-    async def question_for(self, viewer: Viewer) -> str | None:
-        """A pending question for this person here, marked as asked."""
-        item = await self.notes.pending_clarification(viewer)
-        if item is None:
-            return None
-        await self.notes.set_clarification_status(item.id, "asked")
-        return item.question
+    @property
+    def clarifications(self) -> Clarifications:
+        """Alfred's questions, bound to where and when they were asked."""
+        return Clarifications(self)
 
-    async def answer(self, viewer: Viewer, text: str) -> OperationResult | None:
-        """Resolve the question last asked here from the person's answer, if it is one."""
-        item = await self.notes.asked_clarification(viewer)
-        if item is None:
-            return None
-        text = strip_addressing(text)  # in a group the answer comes as "@alfred yes"
-        now = self.clock.now()
-        if (
-            _NO.match(text)
-            and item.kind == "contradiction"
-            and item.fact_id
-            and item.proposed_content
-        ):
-            # Not changed: the newer statement was wrong; restore the older one.
-            new = await self.facts.get(item.fact_id)
-            old = await self.facts.get(item.proposed_content)
-            if new is not None:
-                await self.facts.invalidate(
-                    new.id, at=now, reason="the person said it had not changed"
-                )
-            if old is not None:
-                await self.writer.add(
-                    old.content,
-                    old.partition,
-                    category=old.category,
-                    importance=old.importance,
-                    provenance=old.provenance,
-                )
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I'll keep remembering it the way it was.")
-        if _YES.match(text):
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I've updated what I remember.")
-        return None
+    async def question_for(self, viewer: Viewer, *, after_message: int | None = None) -> str | None:
+        """A pending question for this person here, marked as asked (bound to this
+        thread, after the person's message ``after_message``)."""
+        return await self.clarifications.question_for(viewer, after_message=after_message)
 
-
-_CLAUSE_BREAK = re.compile(
-    r"[;,]\s+(?=(?:i|i'm|i've|my|we|we're|our|now)\b)|\s+but\s+(?:now\s*,?\s+)?", re.I
-)
-
-
-def split_correction(statement: str | None, negated: str | None) -> tuple[str | None, str | None]:
-    """Separate what stopped being true from what is true now, in a sentence that says
-    both ("I don't love Thai food anymore, I love Korean food now")."""
-    if not statement:
-        return statement, negated
-    positive: list[str] = []
-    for part in (p.strip() for p in _CLAUSE_BREAK.split(statement)):
-        if not part:
-            continue
-        sub = detect_correction(part)
-        if sub is not None and sub.negated:
-            negated = negated or sub.negated
-        else:
-            positive.append(re.sub(r"\s+now$", "", part, flags=re.I))
-    if not positive:
-        return statement, negated
-    return " ".join(positive), negated
-
-
-def choice_answer(text: str, count: int) -> list[int] | None:
-    """The (0-based) items an answer to a numbered question picks: ``[]`` for "none",
-    every item for "all"/"both", the numbers given; ``None`` if it is not an answer
-    (or names a number that was not offered)."""
-    body = re.sub(r"[\s.!]+$", "", strip_addressing(text).strip()).strip()
-    if _NONE_OF_THEM.match(body):
-        return []
-    if _ALL_OF_THEM.match(body):
-        return list(range(count))
-    if not _NUMBERS.match(body):
-        return None
-    numbers = [int(n) for n in re.findall(r"\d+", body)]
-    if not numbers or any(not 1 <= n <= count for n in numbers):
-        return None
-    return sorted({n - 1 for n in numbers})
+    async def answer(
+        self,
+        viewer: Viewer,
+        text: str,
+        *,
+        speaker: Person | None = None,
+        message_id: int | None = None,
+        journal_id: str = "",
+        reply_to_text: str | None = None,
+    ) -> OperationResult | None:
+        """Resolve the question this message is bound to, if it answers it."""
+        said = await self.clarifications.answer(
+            viewer,
+            text,
+            speaker=speaker,
+            message_id=message_id,
+            journal_id=journal_id,
+            reply_to_text=reply_to_text,
+        )
+        return OperationResult(text=said) if said is not None else None
 
 
 def _similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
@@ -554,6 +513,11 @@ def same_content(a: str, b: str) -> bool:
 
 
 __all__ = [
+    "FORGET_CHOICES_MAX",
+    "FORGET_WHICH",
+    "FORGET_WHICH_END",
+    "FORGET_WHICH_REDACTED",
+    "KEPT_ALL",
     "MemoryOperations",
     "OperationResult",
     "choice_answer",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,13 @@ log = logging.getLogger(__name__)
 
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
+#: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
+#: own memories whose cosine to the query is within this margin of the best match's rank
+#: before a partner's that match as well (the order changes, not the scores). Cosines are
+#: absolute, so the margin means the same in every query, and an unrelated memory of
+#: theirs is never lifted over a relevant one.
+FIRST_PERSON_MARGIN = 0.1
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +216,8 @@ class Retriever:
 
         final = blend(signals(fused), self.config.blend)
         scored = absolute_blend(signals(absolute), self.config.blend)
-        ranked = sorted(final, key=lambda i: (-final[i], i))[:limit]
+        first = _own_first(text, viewer, visible, scores.get("dense", {}))
+        ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
         result.facts = [ScoredFact(visible[i], scored[i], absolute.get(i, 0.0)) for i in ranked]
         result.timings_ms["total"] = _ms(started)
         self._record_access([i for i in ranked], now)
@@ -319,6 +328,23 @@ class Retriever:
 
 class LegSkipped(Exception):
     """A leg that had nothing to run with (no query vector)."""
+
+
+def _own_first(
+    query: str, viewer: Viewer, visible: Mapping[str, Candidate], dense: Mapping[str, float]
+) -> set[str]:
+    """The viewer's own memories about as close to a first-person query as its best
+    match (by cosine), ranked first; none without the dense leg."""
+    cosines = {i: dense[i] for i in visible if i in dense}
+    if not cosines or not _FIRST_PERSON.search(query):
+        return set()
+    best = max(cosines.values())
+    return {
+        i
+        for i, cosine in cosines.items()
+        if visible[i].partition.owner_user_id == viewer.user_id
+        and cosine >= best - FIRST_PERSON_MARGIN
+    }
 
 
 def _ms(started: float) -> float:

@@ -53,6 +53,9 @@ class Incoming:
     #: answers go back into it. Topics share the group's members, so privacy treats
     #: the whole group as one thread.
     topic_id: int | None = None
+    #: The text of Alfred's message this one is a Telegram reply to, if it is one: a
+    #: reply to a question answers that question (within its time to live).
+    reply_to_bot_text: str | None = None
 
     @property
     def is_group(self) -> bool:

@@ -187,6 +187,7 @@ def _check(number: int, kind: str, value: Any) -> None:
             '"say" needs string "from", "in" and "text"',
         )
         need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+        need(value.get("reply_to") in (None, "bot"), '"reply_to" can only be "bot"')
     elif kind == "clock":
         need(
             isinstance(value, str) and (bool(_DURATION.match(value)) or _is_time(value)),
@@ -296,6 +297,8 @@ class Replay:
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self.output: list[dict[str, Any]] = []
+        #: The bot's latest message per chat (its Telegram message), for ``reply_to``.
+        self._last_bot_message: dict[int, dict[str, Any]] = {}
 
     async def start(self) -> None:
         await self.app.initialize()
@@ -368,16 +371,28 @@ class Replay:
             )
         self.api.take()  # the greeting is not part of the scripted conversation
 
-    async def say(self, sender: str, where: str, text: str) -> list[dict[str, Any]]:
+    async def say(
+        self, sender: str, where: str, text: str, reply_to: str | None = None
+    ) -> list[dict[str, Any]]:
         chat = self._chat(where)
         fields: dict[str, Any] = {"text": text}
         entities = _mentions(text, self.api.username)
         if entities:
             fields["entities"] = entities
+        replied = self._last_bot_message.get(chat["id"]) if reply_to == "bot" else None
+        if replied is not None:
+            fields["reply_to_message"] = replied
         await self._feed({"message": self._message(chat, self._user(sender), **fields)})
-        return [
-            {"reply": {"in": where, "to": sender, "text": sent.text}} for sent in self.api.take()
-        ]
+        sent_now = self.api.take()
+        for sent in sent_now:
+            self._last_bot_message[sent.chat_id] = {
+                "message_id": sent.message_id,
+                "date": int(self.clock.now().timestamp()),
+                "chat": self._chat(where),
+                "from": self.api.bot_user(),
+                "text": sent.text,
+            }
+        return [{"reply": {"in": where, "to": sender, "text": sent.text}} for sent in sent_now]
 
     def advance(self, value: str) -> None:
         match = _DURATION.match(value)
@@ -489,7 +504,7 @@ class Replay:
             await self.circle(value["name"], value["members"])
             return []
         if kind == "say":
-            return await self.say(value["from"], value["in"], value["text"])
+            return await self.say(value["from"], value["in"], value["text"], value.get("reply_to"))
         if kind == "clock":
             self.advance(value)
             return []

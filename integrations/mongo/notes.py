@@ -191,6 +191,22 @@ class MongoNotes:
             update["resolved_at"] = at
         await self._clarifications.update_one({"_id": clarification_id}, {"$set": update})
 
+    async def mark_clarification_asked(
+        self, clarification_id: str, *, thread_id: str, at: datetime, after_message: int | None
+    ) -> None:
+        """Bind an asked question to where and when it was asked."""
+        await self._clarifications.update_one(
+            {"_id": clarification_id},
+            {
+                "$set": {
+                    "status": "asked",
+                    "asked_thread_id": thread_id,
+                    "asked_at": at,
+                    "asked_after_message": after_message,
+                }
+            },
+        )
+
     # --- erasure and audit ----------------------------------------------------------
 
     async def delete_for_user(self, user_id: str) -> dict[str, int]:

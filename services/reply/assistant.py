@@ -20,6 +20,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from memory.clarifications import short as short_answer
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
 from memory.ids import new_id
@@ -146,6 +147,13 @@ class Assistant:
                 addressed = True
             else:
                 await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
+        if not addressed and short_answer(inc.text) is not None and self.flags.on_for(viewer):
+            # "mine" said in the group right after Alfred asked whose "Mom" was meant:
+            # the asked person's next message answers, addressed or not.
+            answered = await self._answer_question(inc, viewer, speaker)
+            if answered is not None:
+                turn = Turn([Outgoing(inc.chat_id, answered, inc.message_id)], handled=True)
+                return await self._finish(inc, thread, viewer, turn)
         if not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
@@ -153,6 +161,32 @@ class Assistant:
         turn = await self._respond(
             inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
         )
+        return await self._finish(inc, thread, viewer, turn)
+
+    async def _answer_question(self, inc: Incoming, viewer: Viewer, speaker: Person) -> str | None:
+        """The reply to an answer of Alfred's pending question, if this message is one."""
+        answered = await self.ops.answer(
+            viewer,
+            inc.text,
+            speaker=speaker,
+            message_id=inc.message_id,
+            journal_id=f"{inc.chat_id}:{inc.message_id}",
+            reply_to_text=inc.reply_to_bot_text,
+        )
+        return answered.text if answered is not None else None
+
+    async def _ask_whose(
+        self, inc: Incoming, viewer: Viewer, statement: str, reference: str, question: str
+    ) -> None:
+        """Keep the statement until the person says whose ``reference`` is meant; nothing
+        is stored as anyone's meanwhile (the message is handled)."""
+        if self.flags.on_for(viewer) and self.flags.extraction:
+            await self.ops.clarifications.ask_whose(
+                viewer, statement, reference, question, inc.message_id
+            )
+
+    async def _finish(self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn) -> Turn:
+        """Mark what was handled, journal the replies, trigger formation."""
         if turn.handled:
             await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
         if thread.kind is ThreadKind.DM and self.flags.calendar:
@@ -244,10 +278,10 @@ class Assistant:
 
         flags = self.flags
         memory_on = flags.on_for(viewer)
-        if memory_on and flags.conflicts:
-            answered = await self.ops.answer(viewer, inc.text)
+        if memory_on:
+            answered = await self._answer_question(inc, viewer, speaker)
             if answered is not None:
-                return say(answered.text)
+                return say(answered)
 
         if isinstance(intent, ForgetAllIntent):
             if intent.target == "us" and thread.kind is not ThreadKind.GROUP:
@@ -281,17 +315,25 @@ class Assistant:
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
             if reference is not None:
-                return say(
+                question = (
                     f'Just to be sure — when you say "{reference}", whose do you mean? '
-                    'Tell me again with a name (e.g. "remember that my mom\'s birthday is …").'
+                    'Reply "mine", or with a name.'
                 )
+                await self._ask_whose(inc, viewer, intent.payload, reference, question)
+                return say(question)
             result = await self.ops.remember(
                 thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}"
             )
             return say(result.text)
         if isinstance(intent, CorrectionIntent):
             result = await self.ops.correct(
-                viewer, speaker, intent.statement, intent.negated, f"{inc.chat_id}:{inc.message_id}"
+                viewer,
+                speaker,
+                intent.statement,
+                intent.negated,
+                f"{inc.chat_id}:{inc.message_id}",
+                old_value=intent.old_value,
+                new_value=intent.new_value,
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
@@ -300,7 +342,10 @@ class Assistant:
         if thread.kind is ThreadKind.GROUP:
             reference = detect_ambiguous_reference(inc.text, thread.kind)
             if reference is not None and not inc.text.rstrip().endswith("?"):
-                return say(f'Just to be sure — when you say "{reference}", whose do you mean?')
+                question = f'Just to be sure — when you say "{reference}", whose do you mean?'
+                statement = strip_addressing(inc.text)
+                await self._ask_whose(inc, viewer, statement, reference, question)
+                return say(question)
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
         return Turn(
             [

@@ -31,6 +31,10 @@ class CorrectionIntent(_Intent):
     statement: str | None
     negated: str | None = None
     cue: str
+    #: A value swap ("I meant 5k, not 10k"): ``old_value`` in what was said or stored
+    #: becomes ``new_value``; ``statement`` is then ``None``.
+    old_value: str | None = None
+    new_value: str | None = None
 
 
 class ForgetIntent(_Intent):
