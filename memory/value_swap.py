@@ -21,7 +21,7 @@ async def swap_value(
     """A swap, "I meant X, not Y": Y becomes X in the latest current fact of theirs
     that says Y, else in their latest message here that says it (a self-correction
     before formation: that message is then handled, its fact kept as history)."""
-    from memory.operations import OperationResult  # noqa: PLC0415 - operations imports this module
+    from memory.operations import OperationResult  # here: memory.operations imports this module
 
     thread = viewer.thread
     needle = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
