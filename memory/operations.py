@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +38,7 @@ from memory.models import (
     Thread,
     Viewer,
 )
+from memory.operation_result import OperationResult
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
@@ -65,18 +65,6 @@ NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about
 
 #: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
-
-
-@dataclass
-class OperationResult:
-    """What an operation did, and what to tell the person."""
-
-    text: str
-    facts: list[Fact] = field(default_factory=list)
-    removed: dict[str, int] = field(default_factory=dict)
-    #: A "which should I forget?" question: the fact ids of each numbered memory (the
-    #: memory first, then versions of it kept as history). Nothing was deleted.
-    choices: list[list[str]] = field(default_factory=list)
 
 
 def forgotten_text(removed: dict[str, int]) -> str:

@@ -6,23 +6,38 @@ Kept apart from :mod:`memory.operations` (which calls it) so each module stays s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from memory.models import Provenance, Role, Viewer
+from memory.facts import FactWriter
+from memory.models import Category, Partition, Provenance, Role, Thread, Viewer
+from memory.operation_result import OperationResult
+from memory.ports import Clock
 from memory.prompts.common import Person
+from memory.stores import FactStore, JournalStore
 
-if TYPE_CHECKING:
-    from memory.operations import MemoryOperations, OperationResult
+
+class SwapDeps(Protocol):
+    """What a swap needs of :class:`memory.operations.MemoryOperations` (which calls it)."""
+
+    facts: FactStore
+    writer: FactWriter
+    journal: JournalStore
+    clock: Clock
+
+    @staticmethod
+    def partitions_of(thread: Thread, speaker: Person) -> set[Partition]: ...
+
+    async def facts_from(
+        self, thread: Thread, speaker: Person, statement: str, message_id: str
+    ) -> list[tuple[str, Category, int, bool]]: ...
 
 
 async def swap_value(
-    ops: MemoryOperations, viewer: Viewer, speaker: Person, old: str, new: str, message_id: str
+    ops: SwapDeps, viewer: Viewer, speaker: Person, old: str, new: str, message_id: str
 ) -> OperationResult:
     """A swap, "I meant X, not Y": Y becomes X in the latest current fact of theirs
     that says Y, else in their latest message here that says it (a self-correction
     before formation: that message is then handled, its fact kept as history)."""
-    from memory.operations import OperationResult  # here: memory.operations imports this module
-
     thread = viewer.thread
     needle = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
     partitions = ops.partitions_of(thread, speaker)
