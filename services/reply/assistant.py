@@ -26,8 +26,6 @@ from memory.ids import new_id
 from memory.models import (
     FORGET_CHOICE,
     Message,
-    Reflection,
-    ReflectionScope,
     Role,
     SessionTick,
     Thread,
@@ -45,13 +43,13 @@ from memory.rules.intents import (
     RememberIntent,
     detect_ambiguous_reference,
     detect_intent,
-    strip_addressing,
 )
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
+from services.reply.directives import Directives
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
 
 log = logging.getLogger(__name__)
@@ -65,7 +63,6 @@ LLM_DOWN = (
 MEMORY_DOWN = "Sorry — my memory is unavailable right now. Please try again in a minute."
 NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
 NOT_RECALLING = "Memory recall is switched off here right now."
-ERASE_CONFIRMED = re.compile(r"^\s*yes\b.*\b(erase|delete|forget)\b", re.I)
 
 
 @dataclass
@@ -98,6 +95,7 @@ class Assistant:
         self.conversation = Conversation(deps)
         self.forgetting = Forgetting(deps, membership)
         self.commands = ChatCommands(deps)
+        self.directives = Directives(deps)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -143,13 +141,37 @@ class Assistant:
                 addressed = True
             else:
                 await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
-        if not addressed:
+        erase = None
+        if viewer.user_id in tick.erase_pending_for - tick.choice_pending_for:
+            # Asked to confirm "forget everything": this message answers it, addressed or
+            # not; a confirmation erases, anything else cancels and Alfred says so.
+            erase = await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
+        cancelled = self.forgetting.settle_erase(erase, inc.text) if erase else None
+        if erase is not None and cancelled is None:
+            target = str(erase.get("target", "me"))
+            turn = Turn(
+                [
+                    Outgoing(
+                        inc.chat_id, await self.forgetting.erase(viewer, target), inc.message_id
+                    )
+                ],
+                handled=True,
+            )
+        elif cancelled is not None and not addressed:
+            turn = Turn([Outgoing(inc.chat_id, cancelled, inc.message_id)])
+        elif not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
-        erase_pending = viewer.user_id in tick.erase_pending_for
-        turn = await self._respond(
-            inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
-        )
+        else:
+            choice_pending = viewer.user_id in tick.choice_pending_for
+            turn = await self._respond(
+                inc, thread, viewer, speaker, intent, session_id, erase_pending=choice_pending
+            )
+            if cancelled is not None:  # one message: the cancellation, then the answer
+                first = turn.replies[0] if turn.replies else None
+                text = f"{cancelled}\n\n{first.text}" if first else cancelled
+                head = Outgoing(inc.chat_id, text, inc.message_id, first.meta if first else {})
+                turn.replies[:1] = [head]
         if turn.handled:
             await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
         if thread.kind is ThreadKind.DM and self.flags.calendar:
@@ -236,8 +258,6 @@ class Assistant:
             if chosen is not None:
                 return say(chosen)
             # not an answer: the question lapses and the message is handled as any other
-        elif pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
-            return say(await self.forgetting.erase(viewer, str(pending_erase.get("target", "me"))))
 
         flags = self.flags
         memory_on = flags.on_for(viewer)
@@ -257,19 +277,25 @@ class Assistant:
             target = intent.target or await self.forgetting.previous_text(thread, viewer)
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
+            dropped = await self.directives.forget(viewer, target)
+            if dropped is not None:  # "forget that I don't want emojis": an instruction
+                return say(dropped)
             result = await self.ops.forget(viewer, target)
             if result.choices:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
                 return Turn(asked, handled=True)
             return say(result.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
-        storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
+        storing = isinstance(intent, RememberIntent | CorrectionIntent) or (
+            isinstance(intent, DirectiveIntent) and not intent.revoke
+        )
         if storing and not (memory_on and flags.extraction):
             return say(NOT_STORING)
         if isinstance(intent, RecallIntent):
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)
-            return say(await self.forgetting.recall(viewer, intent.target))
+            mine = await self.directives.mine(viewer) if intent.target == "me" else []
+            return say(await self.forgetting.recall(viewer, intent.target, mine))
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
             if reference is not None:
@@ -287,8 +313,8 @@ class Assistant:
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
-            await self._directive(thread, viewer, intent)
-            return say(f"Understood — I'll {self._directive_echo(intent)}.")
+            source = f"{inc.chat_id}:{inc.message_id}"
+            return say(await self.directives.give(thread, viewer, speaker, intent, source))
         if thread.kind is ThreadKind.GROUP:
             reference = detect_ambiguous_reference(inc.text, thread.kind)
             if reference is not None and not inc.text.rstrip().endswith("?"):
@@ -301,21 +327,3 @@ class Assistant:
             ],
             retrieved=answer.retrieved,
         )
-
-    async def _directive(self, thread: Thread, viewer: Viewer, intent: DirectiveIntent) -> None:
-        reflection = Reflection(
-            id=new_id(),
-            content=intent.instruction[:300],
-            scope=ReflectionScope.USER,
-            partition=thread.partition_for(viewer.user_id),
-            thread_id=thread.id,
-            created_at=self.d.clock.now(),
-        )
-        await self.d.notes.add_reflection(reflection)
-
-    @staticmethod
-    def _directive_echo(intent: DirectiveIntent) -> str:
-        text = intent.instruction.strip().rstrip(".!")
-        text = re.sub(r"^(please\s+)?", "", text, flags=re.I)
-        text = re.sub(r"\byour\b", "my", text, flags=re.I)
-        return text[0].lower() + text[1:] if text else "do that"
