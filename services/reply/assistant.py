@@ -279,7 +279,7 @@ class Assistant:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
             dropped = await self.directives.forget(viewer, target)
             if dropped is not None:  # "forget that I don't want emojis": an instruction
-                return say(dropped)
+                return say(dropped, journal_text="[an instruction was forgotten]")
             result = await self.ops.forget(viewer, target)
             if result.choices:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
