@@ -294,7 +294,7 @@ class Assistant:
         if isinstance(intent, RecallIntent):
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)
-            mine = await self.directives.mine(viewer) if intent.target == "me" else []
+            mine = await self.directives.standing(viewer) if intent.target == "me" else []
             return say(await self.forgetting.recall(viewer, intent.target, mine))
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)

@@ -11,6 +11,9 @@ other memory. Only the person who gave an instruction can withdraw it.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from memory.ids import new_id
 from memory.models import (
     Category,
@@ -26,7 +29,11 @@ from memory.models import (
 from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.rules.intents import DirectiveIntent
-from memory.rules.intents.directive import directive_echo, directive_matches
+from memory.rules.intents.directive import (
+    directive_echo,
+    directive_matches,
+    learned_instruction,
+)
 from services.reply.deps import ReplyDeps
 
 #: What a preferred-name fact says (one current per person: a new name replaces it).
@@ -39,27 +46,50 @@ def instruction_of(note: Reflection) -> str:
     return note.content.partition(_ASKED)[2] or note.content
 
 
+@dataclass(frozen=True)
+class Standing:
+    """One instruction a person gave, as stored: the note, its topic, its key word (a
+    name, a language) and the instruction's words."""
+
+    note: Reflection
+    topic: str
+    value: str | None
+    instruction: str
+
+
 class Directives:
     """The standing instructions of the reply path."""
 
     def __init__(self, deps: ReplyDeps) -> None:
         self.d = deps
 
-    async def mine(self, viewer: Viewer) -> list[Reflection]:
-        """The viewer's own instructions visible here, oldest first (merged ones too)."""
+    async def standing(self, viewer: Viewer) -> list[Standing]:
+        """Every instruction of the viewer visible here: the ones given to Alfred
+        directly, and the ones background formation noted from a message Alfred did not
+        act on (a group message that did not address it)."""
         uid = viewer.user_id
         if viewer.thread.kind is ThreadKind.GROUP:
             keys = [Partition.member(viewer.thread.group_circle_id, uid).key()]
         else:
             keys = [Partition.dm(uid).key()]
             keys += [Partition.member(c, uid).key() for c in sorted(viewer.circle_ids)]
-        notes = await self.d.notes.reflections_mentioning(keys, [])
-        own = [
-            n
-            for n in notes
-            if n.directive and n.partition.owner_user_id == uid and is_visible(n.partition, viewer)
-        ]
-        return sorted(own, key=lambda n: n.created_at)
+        found = []
+        for note in await self.d.notes.reflections_mentioning(keys, []):
+            if note.partition.owner_user_id != uid or not is_visible(note.partition, viewer):
+                continue
+            if note.directive:
+                found.append(
+                    Standing(note, note.directive, note.directive_value, instruction_of(note))
+                )
+            elif note.scope is ReflectionScope.USER:
+                learned = learned_instruction(note.content)
+                if learned is not None:
+                    topic, what = learned
+                    if topic == "general":  # "…'s instruction to Alfred: no emojis."
+                        found.append(Standing(note, topic, None, what))
+                    else:  # "Alice wants to be called Al.": the note says it best
+                        found.append(Standing(note, topic, what, note.content.rstrip(".")))
+        return sorted(found, key=lambda s: s.note.created_at)
 
     async def give(
         self, thread: Thread, viewer: Viewer, speaker: Person, intent: DirectiveIntent, source: str
@@ -67,21 +97,19 @@ class Directives:
         """Keep (or withdraw) an instruction; the answer says what Alfred will do."""
         if intent.revoke:
             return await self.withdraw(viewer, intent)
-        mine = await self.mine(viewer)
+        mine = await self.standing(viewer)
         value = intent.value or ""
-        if intent.topic == "avoid" and intent.instruction.lower().find("call") >= 0:
+        if intent.topic == "avoid" and re.search(
+            r"\bcall(?:ing)?\s+me\b", intent.instruction, re.I
+        ):
             named = [
-                n
-                for n in mine
-                if n.directive == "name" and (n.directive_value or "").lower() == value.lower()
+                s for s in mine if s.topic == "name" and (s.value or "").lower() == value.lower()
             ]
             if named:  # "stop calling me Robert" after "call me Robert": withdrawn
                 await self._drop(viewer, named, forgetting=False)
                 return f"OK — I won't call you {value} any more."
         if intent.topic in ("name", "language"):  # one current value: the new one replaces
-            await self._drop(
-                viewer, [n for n in mine if n.directive == intent.topic], forgetting=False
-            )
+            await self._drop(viewer, [s for s in mine if s.topic == intent.topic], forgetting=False)
         await self.d.notes.add_reflection(
             Reflection(
                 id=new_id(),
@@ -113,10 +141,9 @@ class Directives:
         """ "You can use emojis again": the matching instructions go; history says so."""
         asked = intent.value or intent.instruction
         found = [
-            n
-            for n in await self.mine(viewer)
-            if n.directive
-            and directive_matches(asked, n.directive, n.directive_value, instruction_of(n))
+            s
+            for s in await self.standing(viewer)
+            if directive_matches(asked, s.topic, s.value, s.instruction)
         ]
         if not found:
             return (
@@ -124,7 +151,7 @@ class Directives:
                 "so nothing changes."
             )
         await self._drop(viewer, found, forgetting=False)
-        listed = "; ".join(f'"{instruction_of(n)}"' for n in found)
+        listed = "; ".join(f'"{s.instruction}"' for s in found)
         return f"OK — I've dropped your instruction {listed}."
 
     async def forget(self, viewer: Viewer, target: str) -> str | None:
@@ -132,38 +159,33 @@ class Directives:
         from are deleted, not kept as history. ``None`` when no instruction matches (the
         caller forgets facts instead)."""
         found = [
-            n
-            for n in await self.mine(viewer)
-            if n.directive
-            and directive_matches(
-                target, n.directive, n.directive_value, instruction_of(n), forgetting=True
-            )
+            s
+            for s in await self.standing(viewer)
+            if directive_matches(target, s.topic, s.value, s.instruction, forgetting=True)
         ]
         if not found:
             return None
         await self._drop(viewer, found, forgetting=True)
-        listed = "; ".join(f'"{instruction_of(n)}"' for n in found)
+        listed = "; ".join(f'"{s.instruction}"' for s in found)
         return f"Done — I've forgotten your instruction {listed}."
 
-    async def _drop(self, viewer: Viewer, notes: list[Reflection], *, forgetting: bool) -> None:
+    async def _drop(self, viewer: Viewer, found: list[Standing], *, forgetting: bool) -> None:
         """Remove instructions; a summary that merged one is rebuilt from the rest. A
         dropped name also ends the preferred-name fact: kept as history when withdrawn,
         deleted when forgotten."""
-        if not notes:
+        if not found:
             return
-        await self.d.notes.delete_reflections([n.id for n in notes])
-        for blob_id in sorted({n.absorbed_into for n in notes if n.absorbed_into}):
+        await self.d.notes.delete_reflections([s.note.id for s in found])
+        for blob_id in sorted({s.note.absorbed_into for s in found if s.note.absorbed_into}):
             await self.d.notes.delete_blob(blob_id)
-        names = {
-            n.directive_value.lower() for n in notes if n.directive == "name" and n.directive_value
-        }
+        names = {s.value.lower() for s in found if s.topic == "name" and s.value}
         facts = [
             f
             for f in await self._name_facts(viewer)
             if f.content.rsplit(" is ", 1)[-1].lower() in names
         ]
         if forgetting:
-            phrases = [instruction_of(n) for n in notes]
+            phrases = [s.instruction for s in found]
             await self.d.operations.erase_facts(viewer.user_id, facts, phrases)
             return
         now = self.d.clock.now()

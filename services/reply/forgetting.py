@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from memory.models import (
     FORGET_CHOICE,
     Partition,
-    Reflection,
     ReflectionScope,
     Role,
     Thread,
@@ -26,7 +25,7 @@ from memory.rules.confirm import is_confirmation
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.deps import ReplyDeps
-from services.reply.directives import instruction_of
+from services.reply.directives import Standing
 
 #: How long the erase prompt waits for its "yes": a later one does not count.
 ERASE_CONFIRM_WINDOW = timedelta(minutes=5)
@@ -113,7 +112,7 @@ class Forgetting:
         return mine[-2].text if len(mine) >= 2 else None
 
     async def recall(
-        self, viewer: Viewer, target: str, instructions: Sequence[Reflection] = ()
+        self, viewer: Viewer, target: str, instructions: Sequence[Standing] = ()
     ) -> str:
         """What Alfred remembers about the person ("me") or the circle ("us"), here.
 
@@ -131,7 +130,8 @@ class Forgetting:
             and flags.shows_owner(f.partition.owner_user_id, viewer)
         ]
         facts = [f for f in visible if self._about(f.partition, viewer, target)]
-        notes = await self._notes(viewer, target)
+        listed_apart = {s.note.id for s in instructions}
+        notes = await self._notes(viewer, target, listed_apart)
         if not facts and not notes and not instructions:
             who = "you" if target == "me" else "this circle"
             return f"I don't remember anything about {who} here yet."
@@ -154,7 +154,7 @@ class Forgetting:
             parts += ["Notes:", *(f"- {n}" for n in notes[:RECALL_NOTES])]
         if instructions:
             parts.append("How you asked me to answer:")
-            parts += [f'- "{instruction_of(n)}"' for n in instructions]
+            parts += [f'- "{s.instruction}"' for s in instructions]
         more = max(0, len(facts) - RECALL_FACTS) + max(0, len(notes) - RECALL_NOTES)
         if more:
             parts.append(f"…and {more} more I haven't listed: ask me about something specific.")
@@ -166,7 +166,7 @@ class Forgetting:
             return partition.owner_user_id == viewer.user_id
         return partition.visibility is Visibility.SHARED  # said in a group, never a DM
 
-    async def _notes(self, viewer: Viewer, target: str) -> list[str]:
+    async def _notes(self, viewer: Viewer, target: str, skip: set[str]) -> list[str]:
         """The notes and summaries about the person or the circle visible here (not the
         notes of the current conversation, and not instructions: those are listed apart)."""
         blobs = await self.d.notes.visible_blobs(viewer, session_id=None)
@@ -183,6 +183,7 @@ class Forgetting:
             for r in notes
             if r.scope is not ReflectionScope.SESSION
             and not r.directive
+            and r.id not in skip
             and is_visible(r.partition, viewer)
             and self._about(r.partition, viewer, target)
         ]

@@ -214,6 +214,7 @@ async def test_about_us_in_the_group_covers_members_and_never_a_dm(
         [
             {"circle": "home", "members": ["alice", "bob"]},
             say("alice", "dm:alice", "remember that I'm saving for a pottery wheel"),
+            say("alice", "dm:alice", "never mention my sister's wedding"),
             say("alice", "group:home", "@alfred remember that I water the ferns"),
             say("bob", "group:home", "@alfred remember that I fix the bikes"),
             say("bob", "group:home", "@alfred remember that we recycle on Tuesdays"),
@@ -224,8 +225,8 @@ async def test_about_us_in_the_group_covers_members_and_never_a_dm(
     )
     group, dm = _texts(out)[-2:]
     assert "ferns" in group and "bikes" in group and "recycle" in group, group
-    assert "pottery" not in group, group
-    assert "pottery" not in dm and "bikes" not in dm, dm
+    assert "pottery" not in group and "wedding" not in group, group
+    assert "pottery" not in dm and "wedding" not in dm and "bikes" not in dm, dm
     assert "recycle" in dm and "ferns" in dm, dm
 
 
@@ -241,3 +242,33 @@ async def test_about_me_includes_notes_and_says_when_there_is_more(
     out = await replay_lines(settings, lines, tmp_path / "j")
     recall = _texts(out)[-1]
     assert "…and 3 more I haven't listed" in recall, recall
+
+
+async def test_notes_are_recalled_and_a_learned_instruction_can_be_withdrawn(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """An instruction said in the group without addressing Alfred is learned in the
+    background as a note: "about me" lists it, "about us" lists the circle's notes, and
+    the person can withdraw it like one given to Alfred directly."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "group:home", "please keep your replies brief"),
+            say("omar", "group:home", "we're planning a barbecue at the allotment for Sunday"),
+            say("nora", "group:home", "the forecast says sunshine"),
+            say("omar", "group:home", "I'll get the charcoal tomorrow"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            say("nora", "group:home", "@alfred what do you remember about me?"),
+            say("omar", "group:home", "@alfred what do you remember about us?"),
+            say("nora", "group:home", "@alfred no need to keep your replies brief anymore"),
+            say("nora", "group:home", "@alfred what do you remember about me?"),
+        ],
+        tmp_path / "k",
+    )
+    about_me, about_us, withdrawn, after = _texts(out)[-4:]
+    assert "brief" in about_me, about_me
+    assert "Notes:" in about_us and "barbecue" in about_us, about_us
+    assert "dropped your instruction" in withdrawn, withdrawn
+    assert "brief" not in after, after

@@ -356,6 +356,27 @@ def directive_matches(
     return bool(stored) and stored <= named
 
 
+#: How background formation words an instruction it learned from a message Alfred did not
+#: act on (:func:`memory.rules.tasks.reflect.render_directive`; a model is asked for the
+#: same shapes): "Alice's instruction to Alfred: no emojis.", "Alice wants to be called
+#: Al.", "Alice wants Alfred to reply in Spanish.", "Alice wants short answers from Alfred."
+_LEARNED: Final = (
+    ("name", re.compile(r"\bwants\s+to\s+be\s+called\s+(?P<v>.+?)\.?$", re.I)),
+    ("language", re.compile(r"\bwants\s+Alfred\s+to\s+reply\s+in\s+(?P<v>\w+)", re.I)),
+    ("length", re.compile(r"\bwants\s+(?P<v>\w+)\s+answers\s+from\s+Alfred\b", re.I)),
+    ("general", re.compile(r"\binstruction\s+to\s+Alfred\s*:\s*(?P<v>.+?)\.?$", re.I)),
+)
+
+
+def learned_instruction(note: str) -> tuple[str, str] | None:
+    """(topic, what) of a note that records an instruction, or ``None``."""
+    for topic, pattern in _LEARNED:
+        match = pattern.search(note)
+        if match is not None:
+            return topic, match.group("v").strip()
+    return None
+
+
 # --- saying it back -------------------------------------------------------------------
 
 _SWAP: Final = {
