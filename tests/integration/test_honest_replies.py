@@ -230,7 +230,7 @@ async def test_about_us_in_the_group_covers_members_and_never_a_dm(
     assert "recycle" in dm and "ferns" in dm, dm
 
 
-async def test_about_me_includes_notes_and_says_when_there_is_more(
+async def test_about_me_says_when_there_is_more_than_it_lists(
     settings: Settings, tmp_path: Path
 ) -> None:
     lines: list[Any] = [{"circle": "home", "members": ["nora", "omar"]}]
