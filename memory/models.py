@@ -286,6 +286,10 @@ class Reflection(BaseModel):
     absorbed: bool = False
     absorbed_into: str | None = None
     source_fact_ids: list[str] = Field(default_factory=list)
+    #: Set for a standing instruction the person gave ("no emojis"), not an interpretation:
+    #: its topic and key word, so it is listed as theirs, replaced and withdrawn by them.
+    directive: str | None = None
+    directive_value: str | None = None
     created_at: datetime
 
 

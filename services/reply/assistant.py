@@ -27,8 +27,6 @@ from memory.ids import new_id
 from memory.models import (
     FORGET_CHOICE,
     Message,
-    Reflection,
-    ReflectionScope,
     Role,
     SessionTick,
     Thread,
@@ -55,6 +53,7 @@ from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
+from services.reply.directives import Directives
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
 
 log = logging.getLogger(__name__)
@@ -68,7 +67,6 @@ LLM_DOWN = (
 MEMORY_DOWN = "Sorry — my memory is unavailable right now. Please try again in a minute."
 NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
 NOT_RECALLING = "Memory recall is switched off here right now."
-ERASE_CONFIRMED = re.compile(r"^\s*yes\b.*\b(erase|delete|forget)\b", re.I)
 
 
 @dataclass
@@ -102,6 +100,7 @@ class Assistant:
         self.forgetting = Forgetting(deps, membership)
         self.commands = ChatCommands(deps)
         self.pinning = Pinning(deps.facts, deps.operations.embedder)
+        self.directives = Directives(deps)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -147,20 +146,43 @@ class Assistant:
                 addressed = True
             else:
                 await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
-        if not addressed and short_answer(inc.text) is not None and self.flags.on_for(viewer):
+        erase = None
+        if viewer.user_id in tick.erase_pending_for - tick.choice_pending_for:
+            # Asked to confirm "forget everything": this message answers it, addressed or
+            # not; a confirmation erases, anything else cancels and Alfred says so.
+            erase = await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
+        cancelled = self.forgetting.settle_erase(erase, inc.text) if erase else None
+        if erase is not None and cancelled is None:
+            erased = await self.forgetting.erase(viewer, str(erase.get("target", "me")))
+            turn = Turn([Outgoing(inc.chat_id, erased, inc.message_id)], handled=True)
+            return await self._finish(inc, thread, viewer, turn)
+        if (
+            cancelled is None
+            and not addressed
+            and short_answer(inc.text) is not None
+            and self.flags.on_for(viewer)
+        ):
             # "mine" said in the group right after Alfred asked whose "Mom" was meant:
             # the asked person's next message answers, addressed or not.
             answered = await self._answer_question(inc, viewer, speaker)
             if answered is not None:
                 turn = Turn([Outgoing(inc.chat_id, answered, inc.message_id)], handled=True)
                 return await self._finish(inc, thread, viewer, turn)
-        if not addressed:
+        if cancelled is not None and not addressed:
+            turn = Turn([Outgoing(inc.chat_id, cancelled, inc.message_id)])
+        elif not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
-        erase_pending = viewer.user_id in tick.erase_pending_for
-        turn = await self._respond(
-            inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
-        )
+        else:
+            choice_pending = viewer.user_id in tick.choice_pending_for
+            turn = await self._respond(
+                inc, thread, viewer, speaker, intent, session_id, erase_pending=choice_pending
+            )
+            if cancelled is not None:  # one message: the cancellation, then the answer
+                first = turn.replies[0] if turn.replies else None
+                text = f"{cancelled}\n\n{first.text}" if first else cancelled
+                head = Outgoing(inc.chat_id, text, inc.message_id, first.meta if first else {})
+                turn.replies[:1] = [head]
         return await self._finish(inc, thread, viewer, turn)
 
     async def _answer_question(self, inc: Incoming, viewer: Viewer, speaker: Person) -> str | None:
@@ -273,8 +295,6 @@ class Assistant:
             if chosen is not None:
                 return say(chosen)
             # not an answer: the question lapses and the message is handled as any other
-        elif pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
-            return say(await self.forgetting.erase(viewer, str(pending_erase.get("target", "me"))))
 
         flags = self.flags
         memory_on = flags.on_for(viewer)
@@ -294,19 +314,25 @@ class Assistant:
             target = intent.target or await self.forgetting.previous_text(thread, viewer)
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
+            dropped = await self.directives.forget(viewer, target)
+            if dropped is not None:  # "forget that I don't want emojis": an instruction
+                return say(dropped, journal_text="[an instruction was forgotten]")
             result = await self.forgetting.forget(inc, viewer, target)
             if result.choices:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
                 return Turn(asked, handled=True)
             return say(result.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
-        storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
+        storing = isinstance(intent, RememberIntent | CorrectionIntent) or (
+            isinstance(intent, DirectiveIntent) and not intent.revoke
+        )
         if storing and not (memory_on and flags.extraction):
             return say(NOT_STORING)
         if isinstance(intent, RecallIntent):
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)
-            return say(await self.forgetting.recall(viewer, intent.target))
+            mine = await self.directives.standing(viewer) if intent.target == "me" else []
+            return say(await self.forgetting.recall(viewer, intent.target, mine))
         if isinstance(intent, PinIntent):
             if not memory_on:
                 return say(NOT_RECALLING)
@@ -337,8 +363,8 @@ class Assistant:
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
-            await self._directive(thread, viewer, intent)
-            return say(f"Understood — I'll {self._directive_echo(intent)}.")
+            source = f"{inc.chat_id}:{inc.message_id}"
+            return say(await self.directives.give(thread, viewer, speaker, intent, source))
         if thread.kind is ThreadKind.GROUP:
             reference = detect_ambiguous_reference(inc.text, thread.kind)
             if reference is not None and not inc.text.rstrip().endswith("?"):
@@ -362,21 +388,3 @@ class Assistant:
         mine = [m.text for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
         ours = [m.text for m in recent if m.role is Role.AGENT]
         return [*mine[-2:-1], *ours[-1:]]
-
-    async def _directive(self, thread: Thread, viewer: Viewer, intent: DirectiveIntent) -> None:
-        reflection = Reflection(
-            id=new_id(),
-            content=intent.instruction[:300],
-            scope=ReflectionScope.USER,
-            partition=thread.partition_for(viewer.user_id),
-            thread_id=thread.id,
-            created_at=self.d.clock.now(),
-        )
-        await self.d.notes.add_reflection(reflection)
-
-    @staticmethod
-    def _directive_echo(intent: DirectiveIntent) -> str:
-        text = intent.instruction.strip().rstrip(".!")
-        text = re.sub(r"^(please\s+)?", "", text, flags=re.I)
-        text = re.sub(r"\byour\b", "my", text, flags=re.I)
-        return text[0].lower() + text[1:] if text else "do that"

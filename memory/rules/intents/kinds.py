@@ -75,13 +75,15 @@ class DirectiveIntent(_Intent):
 
     ``instruction`` is the sentence without addressing, politeness or final punctuation
     ("always keep your answers short"); ``value`` the key word where there is one
-    ("Spanish", "Al", "emojis", "short").
+    ("Spanish", "Al", "emojis", "short"). ``revoke`` marks the withdrawal of an earlier
+    instruction ("you can use emojis again"): ``value`` then says what it was about.
     """
 
     kind: Literal["directive"] = "directive"
     topic: DirectiveTopic
     instruction: str
     value: str | None = None
+    revoke: bool = False
 
 
 Intent = (
