@@ -93,6 +93,7 @@ def jobs_runtime(
         queue=queue,
         observer=ProcessMetrics(),
         errors=JOB_ERRORS,
+        quiet=services.journal,
     )
 
 

@@ -361,7 +361,11 @@ class Replay:
         if entities:
             fields["entities"] = entities
         await self._feed({"message": self._message(chat, self._user(sender), **fields)})
-        return [
+        out: list[dict[str, Any]] = [
+            {"reaction": {"in": where, "to": sender, "emoji": r.emoji}}
+            for r in self.api.take_reactions()
+        ]
+        return out + [
             {"reply": {"in": where, "to": sender, "text": sent.text}} for sent in self.api.take()
         ]
 

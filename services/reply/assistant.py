@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
@@ -48,7 +48,7 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, split_for_telegram
+from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
@@ -78,6 +78,8 @@ class Turn:
     #: Answered by an explicit operation (not the chat model): the message is marked
     #: handled in the journal, so formation never redoes or undoes what was done.
     handled: bool = False
+    #: Quiet acknowledgements: reactions set on the user's message instead of a reply.
+    reactions: list[Reaction] = field(default_factory=list)
 
 
 class Assistant:
@@ -143,6 +145,18 @@ class Assistant:
                 addressed = True
             else:
                 await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
+        quiet = not addressed and self._explicit_request(viewer, intent)
+        if (
+            quiet
+            and isinstance(intent, RememberIntent)
+            and detect_ambiguous_reference(intent.payload, thread.kind) is not None
+        ):
+            addressed, quiet = True, False  # whose "Mom"? Asked like an addressed request
+        if quiet and isinstance(intent, RememberIntent):
+            turn = await self._remember_quietly(inc, thread, speaker, intent)
+            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+            await self._after(thread)
+            return turn
         if not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
@@ -161,6 +175,22 @@ class Assistant:
         await self._after(thread)
         turn.addressed = True
         return turn
+
+    def _explicit_request(self, viewer: Viewer, intent: object) -> bool:
+        """An explicit "remember that …" (or "don't forget …", "keep in mind …", "note
+        that …") where memory may store: acted on in a group even when nobody addressed
+        Alfred, since a request said in front of it must not wait for the background (or
+        be lost when the thread stays too short to form)."""
+        flags = self.flags
+        return isinstance(intent, RememberIntent) and flags.on_for(viewer) and flags.extraction
+
+    async def _remember_quietly(
+        self, inc: Incoming, thread: Thread, speaker: Person, intent: RememberIntent
+    ) -> Turn:
+        """Store an unaddressed request at once and acknowledge it with a reaction: a
+        "Got it" message in a conversation among people would interrupt it."""
+        await self.ops.remember(thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}")
+        return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
