@@ -347,6 +347,8 @@ async def cold_sessions(rt: JobsRuntime, now: datetime | None = None) -> ColdRep
     if rt.quiet is not None:
         cutoff = now - timedelta(seconds=FORMATION_QUIET_AFTER_SECONDS)
         for thread_id in await rt.quiet.quiet_threads(cutoff):
+            if not await rt.formation.may_form(thread_id):
+                continue  # memory is off there: its messages wait, unrequested
             report.quiet += 1
             request, _ = await rt.outbox.request(thread_id, RequestKind.QUIET, now)
             await _run_or_queue(rt, request, report)
