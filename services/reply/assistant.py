@@ -5,7 +5,9 @@ then, if Alfred is addressed (always in a DM; in a group when mentioned, replied
 named): answer a pending question, handle an explicit memory request (remember, correct,
 forget, recall, a standing directive), or reply with the chat model, given the
 always-in-context notes and the facts retrieval found, plus a ``search_memory`` tool
-that searches with the same privacy filter. Last, formation is triggered.
+that searches with the same privacy filter. In a group, an explicit "remember that …"
+is acted on even unaddressed, and acknowledged with a reaction instead of a reply. Last,
+formation is triggered.
 
 This module decides what a message leads to; :mod:`services.reply.conversation` builds
 the chat model's context, :mod:`services.reply.forgetting` answers forget and recall

@@ -155,3 +155,19 @@ async def test_what_was_said_minutes_ago_counts_where_its_partition_is_visible(
         assert p["retrieved"] and p["memories"] == [] and p["context"] == "", p
     assert "lactose intolerant" in replies(out)[-1]["text"]
     assert dumps(out)[-1]["facts"] == []  # found in the journal, before any formation
+
+
+async def test_the_demo_shows_a_quiet_group_acknowledgement(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """``alfred demo`` replays the bundled scenario: its request in the group, made
+    without addressing Alfred, gets a reaction and no message, and is found at once."""
+    from bot.replay.demo import demo_script
+
+    out = await replay_lines(settings, demo_script(), tmp_path / "demo")
+    (reaction,) = _reactions(out)
+    assert reaction == {"in": "group:fam", "to": "alice", "emoji": "👍"}
+    after = out[out.index({"reaction": reaction}) + 1 :]
+    assert not [o for o in after if "reply" in o]
+    (last,) = probes(after)
+    assert any("blue flowerpot" in m["content"] for m in last["memories"]), last
