@@ -142,8 +142,13 @@ class Retriever:
         text = " ".join(query.split())[:MAX_QUERY_CHARS]
         if self.recent is None or limit <= 0 or not text:
             return await self._search_facts(viewer, query, limit=limit)
-        recent = asyncio.create_task(self._timed_recent(viewer, text))
-        result = await self._search_facts(viewer, query, limit=limit)
+        # One embedding of the query serves the fact legs and the recent leg.
+        result = RetrievalResult(retrieved=True)
+        vector = asyncio.create_task(self._embed(text, result))
+        recent = asyncio.create_task(self._timed_recent(viewer, text, vector))
+        result = await self._search_facts(
+            viewer, query, limit=limit, result=result, vector_task=vector
+        )
         hits = await recent
         if isinstance(hits, str):
             result.legs["recent"] = hits
@@ -161,7 +166,7 @@ class Retriever:
         return result
 
     async def _timed_recent(
-        self, viewer: Viewer, text: str
+        self, viewer: Viewer, text: str, vector: asyncio.Task[Vector | None]
     ) -> list[tuple[Candidate, float, float]] | str:
         """The recent leg's hits, or why it has none (late or failed: the others answer)."""
         leg = self.recent
@@ -169,7 +174,7 @@ class Retriever:
             return "off"
         try:
             return await leg.search(
-                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s
+                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s, vector=vector
             )
         except TimeoutError:
             log.warning("retrieval leg recent timed out")
@@ -178,14 +183,23 @@ class Retriever:
             log.warning("retrieval leg recent failed: %s", type(exc).__name__)
             return f"failed: {type(exc).__name__}"
 
-    async def _search_facts(self, viewer: Viewer, query: str, *, limit: int) -> RetrievalResult:
-        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread."""
-        result = RetrievalResult(retrieved=True)
+    async def _search_facts(
+        self,
+        viewer: Viewer,
+        query: str,
+        *,
+        limit: int,
+        result: RetrievalResult | None = None,
+        vector_task: asyncio.Task[Vector | None] | None = None,
+    ) -> RetrievalResult:
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
+        (with the query's embedding already under way when ``vector_task`` is given)."""
+        result = result or RetrievalResult(retrieved=True)
         text = " ".join(query.split())[:MAX_QUERY_CHARS]
         if limit <= 0 or not text:
             return result
         started = time.perf_counter()
-        vector_task = asyncio.create_task(self._embed(text, result))
+        vector_task = vector_task or asyncio.create_task(self._embed(text, result))
         prepared = await self.backend.prepare(viewer)
         result.timings_ms["prepare"] = _ms(started)
         k = max(self.config.leg_k, limit)

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -82,12 +82,20 @@ class RecentLeg:
         self._vectors: OrderedDict[str, Vector] = OrderedDict()
 
     async def search(
-        self, viewer: Viewer, query: str, now: datetime, *, budget: float = 0.45
+        self,
+        viewer: Viewer,
+        query: str,
+        now: datetime,
+        *,
+        budget: float = 0.45,
+        vector: Awaitable[Vector | None] | None = None,
     ) -> list[tuple[Candidate, float, float]]:
         """``(candidate, score, relevance)`` for each matching message, best first.
 
         Within ``budget`` seconds: the journal read may raise :class:`TimeoutError`;
-        embeddings that come late leave the keyword share alone to decide."""
+        embeddings that come late leave the keyword share alone to decide. ``vector`` is
+        the query's embedding when the caller computes it anyway (shared, not cancelled
+        here); without it the query is embedded with the messages."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         stored = await asyncio.wait_for(
@@ -99,7 +107,7 @@ class RecentLeg:
         asked = set(tokenize(query))
         try:
             cosines = await asyncio.wait_for(
-                self._cosines(query, messages), max(0.0, deadline - loop.time())
+                self._cosines(query, messages, vector), max(0.0, deadline - loop.time())
             )
         except Exception as exc:  # late or failed: keywords only, never no answer
             log.info("recent leg without vectors: %s", type(exc).__name__)
@@ -136,11 +144,25 @@ class RecentLeg:
             + b.importance_weight * importance_score(MESSAGE_IMPORTANCE)
         ) / total
 
-    async def _cosines(self, query: str, messages: Sequence[Message]) -> list[float]:
+    async def _cosines(
+        self,
+        query: str,
+        messages: Sequence[Message],
+        shared: Awaitable[Vector | None] | None,
+    ) -> list[float]:
         missing = [m for m in messages if m.id not in self._vectors]
-        vectors = await self.embedder.embed([query, *(m.text for m in missing)])
-        q = _unit(np.asarray(vectors[0], dtype=np.float32))
-        for message, vector in zip(missing, vectors[1:], strict=True):
+        texts = [m.text for m in missing]
+        if shared is None:
+            texts.insert(0, query)
+        vectors = list(await self.embedder.embed(texts)) if texts else []
+        if shared is None:
+            given: Vector | None = vectors.pop(0)
+        else:
+            given = await asyncio.shield(shared)
+        if given is None:
+            raise LookupError("no query vector")
+        q = _unit(np.asarray(given, dtype=np.float32))
+        for message, vector in zip(missing, vectors, strict=True):
             self._vectors[message.id] = _unit(np.asarray(vector, dtype=np.float32))
         for message in messages:
             self._vectors.move_to_end(message.id)
