@@ -171,3 +171,30 @@ async def test_the_demo_shows_a_quiet_group_acknowledgement(
     assert not [o for o in after if "reply" in o]
     (last,) = probes(after)
     assert any("blue flowerpot" in m["content"] for m in last["memories"]), last
+
+
+async def test_a_thread_memory_is_off_for_is_not_requested_again_and_again(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """With extraction off, its messages wait unformed; the every-minute sweep must not
+    queue a formation for them at every drain (it would, forever)."""
+    off = settings.model_copy(update={"memory_extraction": False})
+    out = await replay_lines(
+        off,
+        [
+            {"circle": "flat", "members": ["ines", "omar"]},
+            say("omar", "group:flat", "My sister Leila lives in Rotterdam"),
+            {"clock": "+15m"},
+            {"jobs": "drain"},  # the cold session's own request (it closes the session)
+            {"dump": "all"},
+            {"clock": "+7h"},
+            {"jobs": "drain"},
+            {"clock": "+1m"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+        ],
+        tmp_path / "off",
+    )
+    later = out[out.index({"dump": dumps(out)[0]}) :]
+    assert [o for o in later if "job" in o] == []
+    assert not any(m["formed"] for m in dumps(out)[-1]["messages"])
