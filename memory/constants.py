@@ -36,6 +36,9 @@ FORMATION_EVERY_MESSAGES: Final = 45
 FORMATION_EVERY_TOKENS: Final = 1000
 FORMATION_MIN_MESSAGES: Final = 4
 SESSION_COLD_AFTER_SECONDS: Final = 600
+#: Nothing waits forever: a thread whose oldest unformed user message is this old is
+#: formed however few messages it has.
+FORMATION_QUIET_AFTER_SECONDS: Final = 6 * 3600
 
 # Similarity at which an existing fact is a candidate for UPDATE/DELETE/NONE (seed 002).
 UPDATE_CANDIDATE_SIMILARITY: Final = 0.7

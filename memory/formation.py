@@ -213,6 +213,13 @@ class FormationService:
         )
         return report
 
+    async def may_form(self, thread_id: str) -> bool:
+        """Whether formation runs for this thread at all (the flags, the allowed circles):
+        the quiet-thread sweep asks, so a thread memory is off for is not requested anew
+        every minute."""
+        thread = await self.directory.thread(thread_id)
+        return thread is not None and await self._allowed(thread)
+
     async def _allowed(self, thread: Thread) -> bool:
         flags = self.flags
         if not (flags.enabled and flags.extraction):

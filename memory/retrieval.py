@@ -6,6 +6,10 @@ Each leg (dense, keyword, optionally mem0) runs with its own timeout; a leg that
 or is late is dropped and the others answer (DESIGN.md §6.4). Whatever the legs return
 is resolved to facts through a query that carries the privacy filter again, and every
 fact is checked once more by :func:`memory.privacy.is_visible` before it is returned.
+
+With a :class:`memory.search.recent.RecentLeg`, the viewer's visible unformed messages are
+one more leg (DESIGN.md §6.6): what was said minutes ago, before formation made facts of
+it, is found at once, under the same privacy rule. Its hits join the facts by score.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from memory.search.fusion import (
     rrf_fusion,
     weighted_fusion,
 )
+from memory.search.recent import RecentLeg
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +141,7 @@ class Retriever:
         config: RetrievalConfig = RetrievalConfig(),
         extra_legs: Mapping[str, ExtraLeg] | None = None,
         on_access: Callable[[Sequence[str], datetime], Awaitable[None]] | None = None,
+        recent: RecentLeg | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
@@ -143,6 +149,7 @@ class Retriever:
         self.config = config
         self.extra_legs = dict(extra_legs or {})
         self._on_access = on_access
+        self.recent = recent
         self._background: set[asyncio.Task[None]] = set()
 
     async def for_message(self, viewer: Viewer, message: str) -> RetrievalResult:
@@ -152,13 +159,69 @@ class Retriever:
         return await self.search(viewer, message, limit=dynamic_limit(message))
 
     async def search(self, viewer: Viewer, query: str, *, limit: int) -> RetrievalResult:
-        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread."""
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread,
+        with their visible unformed messages among them when the recent leg is on."""
+        text = " ".join(query.split())[:MAX_QUERY_CHARS]
+        if self.recent is None or limit <= 0 or not text:
+            return await self._search_facts(viewer, query, limit=limit)
+        # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
+        vector = asyncio.create_task(self._embed(text, result))
+        recent = asyncio.create_task(self._timed_recent(viewer, text, vector))
+        result = await self._search_facts(
+            viewer, query, limit=limit, result=result, vector_task=vector
+        )
+        hits = await recent
+        if isinstance(hits, str):
+            result.legs["recent"] = hits
+            return result
+        result.legs["recent"] = f"ok ({len(hits)})"
+        merged = [
+            *result.facts,
+            *(
+                ScoredFact(c, score, rel)
+                for c, score, rel in hits
+                if is_visible(c.partition, viewer)
+            ),
+        ]
+        result.facts = sorted(merged, key=lambda f: (-f.score, f.fact.id))[:limit]
+        return result
+
+    async def _timed_recent(
+        self, viewer: Viewer, text: str, vector: asyncio.Task[Vector | None]
+    ) -> list[tuple[Candidate, float, float]] | str:
+        """The recent leg's hits, or why it has none (late or failed: the others answer)."""
+        leg = self.recent
+        if leg is None:
+            return "off"
+        try:
+            return await leg.search(
+                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s, vector=vector
+            )
+        except TimeoutError:
+            log.warning("retrieval leg recent timed out")
+            return "timeout"
+        except Exception as exc:
+            log.warning("retrieval leg recent failed: %s", type(exc).__name__)
+            return f"failed: {type(exc).__name__}"
+
+    async def _search_facts(
+        self,
+        viewer: Viewer,
+        query: str,
+        *,
+        limit: int,
+        result: RetrievalResult | None = None,
+        vector_task: asyncio.Task[Vector | None] | None = None,
+    ) -> RetrievalResult:
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
+        (with the query's embedding already under way when ``vector_task`` is given)."""
+        result = result or RetrievalResult(retrieved=True)
         text = " ".join(query.split())[:MAX_QUERY_CHARS]
         if limit <= 0 or not text:
             return result
         started = time.perf_counter()
-        vector_task = asyncio.create_task(self._embed(text, result))
+        vector_task = vector_task or asyncio.create_task(self._embed(text, result))
         prepared = await self.backend.prepare(viewer)
         result.timings_ms["prepare"] = _ms(started)
         k = max(self.config.leg_k, limit)

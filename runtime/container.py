@@ -35,6 +35,7 @@ from memory.ports import Clock, Embedder
 from memory.reply_ports import ErasureResidue
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
+from memory.search.recent import RecentLeg
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
 from runtime.builders import build_embedder, build_llm, build_semantic_index
@@ -108,6 +109,8 @@ async def build_services(
             retrieval or RetrievalConfig(),
             extra_legs=legs,
             on_access=store.record_access,
+            # What was said minutes ago counts at once (DESIGN.md §6.6).
+            recent=RecentLeg(MongoJournal(mongo.db), embedder),
         )
     except BaseException:
         if semantic is not None:

@@ -94,6 +94,7 @@ def jobs_runtime(
         queue=queue,
         observer=ProcessMetrics(),
         errors=JOB_ERRORS,
+        quiet=services.journal,
     )
 
 

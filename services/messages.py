@@ -72,6 +72,21 @@ class Outgoing:
     meta: dict[str, object] = field(default_factory=dict)
 
 
+#: The reaction that quietly acknowledges a request Alfred acted on without being
+#: addressed (one of the emoji Telegram lets bots react with).
+ACK_REACTION = "\N{THUMBS UP SIGN}"
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A reaction to set on a user's message (Telegram ``setMessageReaction``): how Alfred
+    says "done" in a group where nobody talked to it, without adding a message."""
+
+    chat_id: int
+    message_id: int
+    emoji: str = ACK_REACTION
+
+
 def split_for_telegram(text: str, limit: int = TELEGRAM_MAX_TEXT) -> list[str]:
     """Cut a long reply into messages Telegram accepts, at paragraph or line breaks."""
     text = text.strip()

@@ -31,6 +31,11 @@ def _show(obj: dict[str, Any]) -> None:
         console.print(
             f"    [bold green]Alfred[/] → {value['to']} ({value['in']}): {escape(value['text'])}"
         )
+    elif kind == "reaction":
+        console.print(
+            f"    [bold green]Alfred[/] reacts {value['emoji']} to {value['to']}'s message "
+            f"({value['in']}): stored, quietly"
+        )
     elif kind == "probe":
         status = "searched" if value["retrieved"] else "no search needed"
         console.print(

@@ -28,6 +28,8 @@ def pretty(obj: dict[str, Any]) -> str:
             for m in value["memories"]
         ]
         return "\n".join([head, *rows] if rows else [head, "    (no facts)"])
+    if kind == "reaction":
+        return f"[{value['in']}] Alfred reacts {value['emoji']} to {value['to']}'s message"
     if kind == "job":
         return f"[job] {value['name']}: {value['status']}"
     if kind == "dump":

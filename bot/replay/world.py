@@ -383,6 +383,10 @@ class Replay:
         if replied is not None:
             fields["reply_to_message"] = replied
         await self._feed({"message": self._message(chat, self._user(sender), **fields)})
+        out: list[dict[str, Any]] = [
+            {"reaction": {"in": where, "to": sender, "emoji": r.emoji}}
+            for r in self.api.take_reactions()
+        ]
         sent_now = self.api.take()
         for sent in sent_now:
             self._last_bot_message[sent.chat_id] = {
@@ -392,7 +396,8 @@ class Replay:
                 "from": self.api.bot_user(),
                 "text": sent.text,
             }
-        return [{"reply": {"in": where, "to": sender, "text": sent.text}} for sent in sent_now]
+        replies = [{"reply": {"in": where, "to": sender, "text": sent.text}} for sent in sent_now]
+        return out + replies
 
     def advance(self, value: str) -> None:
         match = _DURATION.match(value)

@@ -5,7 +5,9 @@ then, if Alfred is addressed (always in a DM; in a group when mentioned, replied
 named): answer a pending question, handle an explicit memory request (remember, correct,
 forget, recall, a standing directive), or reply with the chat model, given the
 always-in-context notes and the facts retrieval found, plus a ``search_memory`` tool
-that searches with the same privacy filter. Last, formation is triggered.
+that searches with the same privacy filter. In a group, an explicit "remember that …"
+is acted on even unaddressed, and acknowledged with a reaction instead of a reply. Last,
+formation is triggered.
 
 This module decides what a message leads to; :mod:`services.reply.conversation` builds
 the chat model's context, :mod:`services.reply.forgetting` answers forget and recall
@@ -18,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory.clarifications import short as short_answer
 from memory.errors import AlfredError, Unavailable
@@ -49,7 +51,7 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, split_for_telegram
+from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
@@ -79,6 +81,8 @@ class Turn:
     #: Answered by an explicit operation (not the chat model): the message is marked
     #: handled in the journal, so formation never redoes or undoes what was done.
     handled: bool = False
+    #: Quiet acknowledgements: reactions set on the user's message instead of a reply.
+    reactions: list[Reaction] = field(default_factory=list)
 
 
 class Assistant:
@@ -168,6 +172,18 @@ class Assistant:
             if answered is not None:
                 turn = Turn([Outgoing(inc.chat_id, answered, inc.message_id)], handled=True)
                 return await self._finish(inc, thread, viewer, turn)
+        quiet = cancelled is None and not addressed and self._explicit_request(viewer, intent)
+        if (
+            quiet
+            and isinstance(intent, RememberIntent)
+            and detect_ambiguous_reference(intent.payload, thread.kind) is not None
+        ):
+            addressed, quiet = True, False  # whose "Mom"? Asked like an addressed request
+        if quiet and isinstance(intent, RememberIntent):
+            turn = await self._remember_quietly(inc, thread, speaker, intent)
+            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+            await self._after(thread)
+            return turn
         if cancelled is not None and not addressed:
             turn = Turn([Outgoing(inc.chat_id, cancelled, inc.message_id)])
         elif not addressed:
@@ -220,6 +236,22 @@ class Assistant:
         await self._after(thread)
         turn.addressed = True
         return turn
+
+    def _explicit_request(self, viewer: Viewer, intent: object) -> bool:
+        """An explicit "remember that …" (or "don't forget …", "keep in mind …", "note
+        that …") where memory may store: acted on in a group even when nobody addressed
+        Alfred, since a request said in front of it must not wait for the background (or
+        be lost when the thread stays too short to form)."""
+        flags = self.flags
+        return isinstance(intent, RememberIntent) and flags.on_for(viewer) and flags.extraction
+
+    async def _remember_quietly(
+        self, inc: Incoming, thread: Thread, speaker: Person, intent: RememberIntent
+    ) -> Turn:
+        """Store an unaddressed request at once and acknowledge it with a reaction: a
+        "Got it" message in a conversation among people would interrupt it."""
+        await self.ops.remember(thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}")
+        return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None

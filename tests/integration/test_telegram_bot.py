@@ -334,6 +334,40 @@ async def test_polling_conversation_in_dm_and_group(bot_env: Any) -> None:
         bot.check_alive()
 
 
+async def test_a_request_nobody_addressed_is_kept_and_gets_a_reaction(bot_env: Any) -> None:
+    """Over the real Bot API protocol: an unaddressed "don't forget …" in a group is stored
+    and acknowledged with ``setMessageReaction`` on that message, no message sent; a chat
+    that refuses the reaction still keeps the memory, and nothing crashes."""
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ana = tg.user("Ana", username="ana")
+        luis = tg.user("Luis", username="luis")
+        home = tg.group_chat(title="Home", members=[ana, luis])
+
+        request = tg.text_message(home, ana, "Don't forget that the piano tuner comes on Friday")
+        assert await bot.say(request) == []
+        assert tg.reactions == [
+            {
+                "chat_id": home["id"],
+                "message_id": _message_id(request),
+                "emoji": "\N{THUMBS UP SIGN}",
+            }
+        ]
+        doc = await bot.message_doc(home, _message_id(request))
+        assert doc is not None and doc["handled"] is True
+        assert await bot.db["memory_facts"].count_documents({"content": {"$regex": "piano tuner"}})
+
+        tg.fail_next("setMessageReaction", 400, description="Bad Request: REACTION_INVALID")
+        refused = tg.text_message(home, luis, "the gutter needs clearing in October, remember that")
+        assert await bot.say(refused) == []
+        assert len(tg.reactions) == 1
+        assert await bot.db["memory_facts"].count_documents({"content": {"$regex": "gutter"}})
+
+        # plain chatter: no reaction, no message
+        assert await bot.say(tg.text_message(home, luis, "has anyone seen the remote?")) == []
+        assert len(tg.reactions) == 1
+        bot.check_alive()
+
+
 # --------------------------------------------------------------------------------------
 # 2. Webhook mode, and 3. deduplication
 # --------------------------------------------------------------------------------------
