@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from bot.replay.world import data_folder, parse_script, replay_world
+from bot.replay.script import parse_script
+from bot.replay.world import data_folder, replay_world
 from runtime.settings import Settings
 
 console = Console(highlight=False)

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.replay.world import ScriptError, data_folder, parse_script, run_script
+from bot.replay.script import ScriptError, parse_script
+from bot.replay.world import data_folder, run_script
 from runtime.settings import Settings
 
 
