@@ -44,6 +44,7 @@ from memory.search.fusion import (
     weighted_fusion,
 )
 from memory.search.recent import RecentLeg
+from memory.search.text import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +257,7 @@ class Retriever:
         shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
         resolved = await prepared.resolve(shortlist)
         now = self.clock.now()
-        absolute = self._absolute(scores)
+        absolute = self._absolute(text, scores, resolved)
         visible = {
             i: c
             for i, c in resolved.items()
@@ -351,8 +352,21 @@ class Retriever:
             return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
         return weighted_fusion(legs, weights)
 
-    def _absolute(self, scores: Mapping[str, dict[str, float]]) -> dict[str, float]:
-        """Each candidate's absolute relevance, from the legs' raw scores."""
+    def _absolute(
+        self,
+        query: str,
+        scores: Mapping[str, dict[str, float]],
+        resolved: Mapping[str, Candidate],
+    ) -> dict[str, float]:
+        """Each resolved candidate's absolute relevance: the legs' similarities as they
+        are, and for the keyword leg the share of the query's terms the memory holds."""
+        wanted = set(tokenize(query))
+        coverage = {
+            i: len(wanted & set(tokenize(c.content))) / len(wanted)
+            for i, c in resolved.items()
+            if wanted and i in scores.get("keyword", {})
+        }
+        scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)
         weights = [
             self.config.fusion.dense_weight

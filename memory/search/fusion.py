@@ -356,34 +356,32 @@ class AbsoluteScale:
     the same for every query and a floor can drop unrelated memories.
 
     Ranking keeps the per-query fusion above (measured better: recall@10 0.705 on the
-    LoCoMo dev set against at most 0.691 for any fixed scale tried, e.g. 0.685 for this
-    one); this scale gives each result its absolute relevance, which is the
+    LoCoMo dev set against at most 0.691 for any fixed scale of cosine and BM25 tried);
+    this scale gives each result its absolute relevance, which is the
     score reported and what the relevance floor reads.
 
     * dense (and mem0's similarity): cosine mapped linearly from ``dense_zero`` (0) to
       ``dense_one`` (1), clipped: MiniLM puts unrelated sentences below 0.3 and close
       paraphrases above 0.8.
-    * keyword: BM25 mapped by ``log1p(s) / log1p(keyword_full)``, clipped: one rare word
-      in common scores about 0.6, a few about 1.
+    * keyword: the share of the query's content terms (stemmed, stopwords dropped, as
+      BM25 reads them) that the memory contains. Raw BM25 is no scale: its idf depends on
+      how many memories the viewer has (a single memory matching "name" scores 0.29, the
+      same match among thousands about 5), so it ranks but cannot be compared.
     """
 
     dense_zero: float = 0.3
     dense_one: float = 0.8
-    keyword_full: float = 10.0
 
     def __post_init__(self) -> None:
         if not self.dense_one > self.dense_zero:
             raise ValueError("dense_one must be above dense_zero")
-        if self.keyword_full <= 0:
-            raise ValueError("keyword_full must be positive")
 
     def dense(self, cosine: float) -> float:
         return min(1.0, max(0.0, (cosine - self.dense_zero) / (self.dense_one - self.dense_zero)))
 
-    def keyword(self, bm25: float) -> float:
-        if bm25 <= 0 or not math.isfinite(bm25):
-            return 0.0
-        return min(1.0, math.log1p(bm25) / math.log1p(self.keyword_full))
+    @staticmethod
+    def keyword(coverage: float) -> float:
+        return min(1.0, max(0.0, coverage)) if math.isfinite(coverage) else 0.0
 
 
 def absolute_relevance(
@@ -394,8 +392,9 @@ def absolute_relevance(
 ) -> dict[str, float]:
     """Σ wᵢ · scaleᵢ(legᵢ(d)) / Σ wᵢ over the union of the legs' documents, in [0, 1].
 
-    ``kinds`` says how each leg's raw scores read: ``"keyword"`` (BM25) or anything else
-    (a similarity in [-1, 1]). A leg that did not return a document adds 0 for it.
+    ``kinds`` says how each leg's scores read: ``"keyword"`` (the share of the query's
+    terms the document holds, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
+    that did not return a document adds 0 for it.
     """
     if not (len(legs) == len(kinds) == len(weights)):
         raise ValueError("one kind and one weight per leg")

@@ -53,7 +53,10 @@ async def test_a_request_in_a_group_is_kept_and_acknowledged_quietly(
     current = [f for f in dump["facts"] if f["invalid_at"] is None]
     for _, kept in REQUESTS:
         (fact,) = [f for f in current if kept in f["content"]]
-        assert fact["visibility"] == "shared" and fact["owner_user_id"] is not None
+        assert fact["visibility"] == "shared", fact
+        # a household routine said in the group is the flat's; the rest is Ines's own
+        household = kept == "recycling"
+        assert (fact["owner_user_id"] is None) == household, fact
     assert len(current) == len(REQUESTS)  # the chatter stored nothing on the spot
     handled = {m["text"] for m in dump["messages"] if m["handled"]}
     assert handled == {request for request, _ in REQUESTS}
