@@ -111,13 +111,20 @@ class MemoryOperations:
         self.mirror = mirror
 
     async def facts_from(
-        self, thread: Thread, speaker: Person, statement: str, message_id: str
+        self,
+        thread: Thread,
+        speaker: Person,
+        statement: str,
+        message_id: str,
+        others: Sequence[Person] = (),
     ) -> list[tuple[str, Category, int, bool]]:
-        """Facts in one statement: (content, category, importance, about the circle)."""
+        """Facts in one statement: (content, category, importance, about the circle).
+        ``others`` are the circle's other members, so "our …" in a group reads as their
+        names together ("Dana and Eli's rent …")."""
         ctx = ExtractFactsContext(
             thread_kind=thread.kind,
             thread_owner_id=thread.user_id,
-            people=[speaker],
+            people=list(others) if speaker.id in {p.id for p in others} else [speaker, *others],
             now=self.clock.now(),
             lines=[
                 JournalLine(
@@ -149,10 +156,15 @@ class MemoryOperations:
         return out
 
     async def remember(
-        self, thread: Thread, speaker: Person, payload: str, message_id: str
+        self,
+        thread: Thread,
+        speaker: Person,
+        payload: str,
+        message_id: str,
+        others: Sequence[Person] = (),
     ) -> OperationResult:
         """Store an explicit "remember that …" at once, in the thread's partition."""
-        facts = await self.facts_from(thread, speaker, payload, message_id)
+        facts = await self.facts_from(thread, speaker, payload, message_id, others)
         items = [
             (
                 content,

@@ -359,13 +359,15 @@ class Retriever:
         resolved: Mapping[str, Candidate],
     ) -> dict[str, float]:
         """Each resolved candidate's absolute relevance: the legs' similarities as they
-        are, and for the keyword leg the share of the query's terms the memory holds."""
+        are, and for the keyword leg the overlap of the query's and the memory's terms
+        (Dice: 2·shared / (query terms + memory terms), so neither a long query nor a long
+        memory makes a one-word match look strong)."""
         wanted = set(tokenize(query))
-        coverage = {
-            i: len(wanted & set(tokenize(c.content))) / len(wanted)
-            for i, c in resolved.items()
-            if wanted and i in scores.get("keyword", {})
-        }
+        coverage: dict[str, float] = {}
+        for i, c in resolved.items():
+            if wanted and i in scores.get("keyword", {}):
+                terms = set(tokenize(c.content))
+                coverage[i] = 2 * len(wanted & terms) / (len(wanted) + len(terms))
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)
         weights = [

@@ -363,10 +363,11 @@ class AbsoluteScale:
     * dense (and mem0's similarity): cosine mapped linearly from ``dense_zero`` (0) to
       ``dense_one`` (1), clipped: MiniLM puts unrelated sentences below 0.3 and close
       paraphrases above 0.8.
-    * keyword: the share of the query's content terms (stemmed, stopwords dropped, as
-      BM25 reads them) that the memory contains. Raw BM25 is no scale: its idf depends on
-      how many memories the viewer has (a single memory matching "name" scores 0.29, the
-      same match among thousands about 5), so it ranks but cannot be compared.
+    * keyword: the overlap of the query's and the memory's content terms (stemmed,
+      stopwords dropped, as BM25 reads them; Dice, in [0, 1]). Raw BM25 is no scale: its
+      idf depends on how many memories the viewer has (a single memory matching "name"
+      scores 0.29, the same match among thousands about 5), so it ranks but cannot be
+      compared.
     """
 
     dense_zero: float = 0.3
@@ -392,8 +393,8 @@ def absolute_relevance(
 ) -> dict[str, float]:
     """Σ wᵢ · scaleᵢ(legᵢ(d)) / Σ wᵢ over the union of the legs' documents, in [0, 1].
 
-    ``kinds`` says how each leg's scores read: ``"keyword"`` (the share of the query's
-    terms the document holds, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
+    ``kinds`` says how each leg's scores read: ``"keyword"`` (the term overlap of query
+    and document, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
     that did not return a document adds 0 for it.
     """
     if not (len(legs) == len(kinds) == len(weights)):

@@ -250,8 +250,22 @@ class Assistant:
     ) -> Turn:
         """Store an unaddressed request at once and acknowledge it with a reaction: a
         "Got it" message in a conversation among people would interrupt it."""
-        await self.ops.remember(thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}")
+        await self.ops.remember(
+            thread,
+            speaker,
+            intent.payload,
+            f"{inc.chat_id}:{inc.message_id}",
+            await self._members(thread),
+        )
         return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
+
+    async def _members(self, thread: Thread) -> list[Person]:
+        """The people of a group's circle (for wording "our …"); none in a DM."""
+        if thread.kind is not ThreadKind.GROUP or thread.circle_id is None:
+            return []
+        return [
+            Person(id=u.id, name=u.name) for u in await self.d.directory.members(thread.circle_id)
+        ]
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
@@ -380,7 +394,11 @@ class Assistant:
                 await self._ask_whose(inc, viewer, intent.payload, reference, question)
                 return say(question)
             result = await self.ops.remember(
-                thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}"
+                thread,
+                speaker,
+                intent.payload,
+                f"{inc.chat_id}:{inc.message_id}",
+                await self._members(thread),
             )
             return say(result.text)
         if isinstance(intent, CorrectionIntent):
