@@ -363,8 +363,8 @@ class AbsoluteScale:
     * dense (and mem0's similarity): cosine mapped linearly from ``dense_zero`` (0) to
       ``dense_one`` (1), clipped: MiniLM puts unrelated sentences below 0.3 and close
       paraphrases above 0.8.
-    * keyword: the overlap of the query's and the memory's content terms (stemmed,
-      stopwords dropped, as BM25 reads them; Dice, in [0, 1]). Raw BM25 is no scale: its
+    * keyword: the share of the query's content terms (stemmed, stopwords dropped, as
+      BM25 reads them) that the memory holds, in [0, 1]. Raw BM25 is no scale: its
       idf depends on how many memories the viewer has (a single memory matching "name"
       scores 0.29, the same match among thousands about 5), so it ranks but cannot be
       compared.
@@ -393,8 +393,8 @@ def absolute_relevance(
 ) -> dict[str, float]:
     """Σ wᵢ · scaleᵢ(legᵢ(d)) / Σ wᵢ over the union of the legs' documents, in [0, 1].
 
-    ``kinds`` says how each leg's scores read: ``"keyword"`` (the term overlap of query
-    and document, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
+    ``kinds`` says how each leg's scores read: ``"keyword"`` (the share of the query's
+    terms the document holds, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
     that did not return a document adds 0 for it.
     """
     if not (len(legs) == len(kinds) == len(weights)):
@@ -407,6 +407,23 @@ def absolute_relevance(
         mapping = scale.keyword if kind == "keyword" else scale.dense
         for doc_id, raw in leg.items():
             out[doc_id] = out.get(doc_id, 0.0) + weight * mapping(raw) / total
+    return out
+
+
+def strongest_leg(
+    legs: Sequence[Mapping[str, float]],
+    kinds: Sequence[str],
+    scale: AbsoluteScale = AbsoluteScale(),
+) -> dict[str, float]:
+    """Each document's best single-leg relevance on the fixed scales: what the relevance
+    floor reads. A memory is worth offering when one leg finds it clearly related (a
+    close paraphrase, or most of the words in common); a weighted mean would also drop
+    long memories that answer a long question with different words."""
+    out: dict[str, float] = {}
+    for leg, kind in zip(legs, kinds, strict=True):
+        for doc_id, raw in leg.items():
+            value = scale.keyword(raw) if kind == "keyword" else scale.dense(raw)
+            out[doc_id] = max(out.get(doc_id, 0.0), value)
     return out
 
 
