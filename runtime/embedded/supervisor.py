@@ -63,7 +63,7 @@ STOP_TIMEOUT = 15.0  # SIGTERM, then SIGKILL: WiredTiger needs a moment to check
 AUTO_PORT_ATTEMPTS = 3  # another program may grab a free port before the server binds it
 RESTART_LIMIT = 5  # restarts of a dead server within RESTART_WINDOW before giving up
 RESTART_WINDOW = 60.0
-RESTART_DELAYS = (0.0, 0.5, 1.0, 2.0, 4.0)  # before each restart in a window: a crash loop backs off
+RESTART_DELAYS = (0.0, 0.5, 1.0, 2.0, 4.0)  # before each restart: a crash loop backs off
 _PR_SET_PDEATHSIG = 1
 
 EXIT_OK, EXIT_CONFIG, EXIT_UNAVAILABLE, EXIT_SERVER_DIED = 0, 2, 3, 4
