@@ -167,3 +167,17 @@ def test_bench_telegram_busy_group_then_dm(tmp_path: Path) -> None:
     assert result["group_per_minute"] == pytest.approx(3 / result["group_s"] * 60, rel=0.01)
     _, summary = bench(tmp_path, "telegram", "--mentions", "3")
     assert "the DM behind 3 group mentions was answered in" in summary
+
+
+def test_bench_faults_kills_each_server_and_loses_nothing(tmp_path: Path) -> None:
+    args = ("faults", "--messages", "12", "--senders", "3", "--interval", "0.05", "--json")
+    result, _ = bench(tmp_path, *args)
+    assert result is not None
+    drills = {d["name"]: d for d in result["drills"]}
+    assert list(drills) == ["kill-mongo", "kill-redis"]
+    for d in drills.values():
+        assert set(d) >= {"name", "sent", "confirmed", "stored", "lost", "duplicated", "recovery_s"}
+        assert d["sent"] == 12 and d["after_fault"] == 8
+        assert d["confirmed"] == d["stored"] == 12
+        assert d["lost"] == 0 and d["duplicated"] == 0
+        assert d["server_restart_s"] is not None and d["recovery_s"] is not None
