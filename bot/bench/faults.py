@@ -13,16 +13,23 @@ answered (or ``--timeout`` ran out), the drill counts:
   the database after recovery;
 * ``lost``: sent but not stored;
 * ``duplicated``: a message journaled twice, or confirmed more often than it was sent;
-* ``recovery_s``: from the fault to the first confirmation of a message sent after it;
-* ``degraded_reply_max_s``: the longest wait for the first answer to a message sent
-  while the dependency was down (the "restarting" apology or the answer itself);
+* ``recovery_s``: from the fault until confirmations of messages sent after it flow again
+  (each chat's messages are confirmed in order: the first confirmation beyond the
+  messages sent before the fault), the earliest over the chats;
+* ``server_restart_s``: from the kill until the restarted server answered;
+* ``chat_wait_max_s``: during the fault (until the server answered again, or the model
+  was well again), the longest a chat waited for its next answer (the "restarting"
+  apology, or a confirmation) after one of its messages. Replies carry no message id in
+  a DM, so this is how long a chat went unanswered, not each message's own latency;
 * ``formations_done`` / ``formations_open``: formation requests (one per 45 messages of a
   thread) the worker finished, and those still open when the drill ended; with
   ``--messages 200`` and 4 senders each thread asks for one, after the fault.
 
 Drills: ``kill-mongo`` and ``kill-redis`` (``kill -9`` of the embedded server; its
-supervisor starts it again). Not drilled yet: killing the worker mid-formation, model
-errors, slow and garbage model answers (see docs/reliability.md).
+supervisor starts it again); ``model-errors`` (HTTP 500), ``model-garbage`` (answers that
+are not JSON) and ``model-hang`` (no answer at all) from a third of the messages to two
+thirds. Not drilled yet: killing the worker mid-formation, and a busy group before a DM
+(``alfred bench telegram`` measures that one); see docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -47,7 +54,14 @@ from pymongo import AsyncMongoClient
 from bot.bench.bot import _chat_or_task
 from bot.bench.common import JsonOption, emit, stderr
 from bot.bench.fake_bot_api import TOKEN, FakeBotApi
-from bot.bench.fake_openai import FakeOpenAI, text_task_handler
+from bot.bench.fake_openai import (
+    FakeOpenAI,
+    Handler,
+    RecordedRequest,
+    completion,
+    server_error,
+    text_task_handler,
+)
 from bot.telegram.run import run_bot
 from integrations.mongo.outbox import FORMATION_REQUESTS
 from memory.constants import FACTS, MESSAGES
@@ -60,7 +74,37 @@ from runtime.settings import load_settings
 GOT_IT = "Got it, I'll remember that."
 START_S = 120.0  # the first start loads the local embedding model
 DATABASE = "alfred_bench_faults"
-DRILLS: dict[str, Kind] = {"kill-mongo": "mongo", "kill-redis": "redis"}
+
+
+async def _hang(request: RecordedRequest) -> Any:
+    await asyncio.sleep(3600)
+
+
+def _garbage(request: RecordedRequest) -> Any:
+    return completion("Sure! The facts are: the code, and the word.")
+
+
+def _error(request: RecordedRequest) -> Any:
+    return server_error(500)
+
+
+@dataclass(frozen=True)
+class Drill:
+    """A fault: ``kill`` names the embedded server killed with ``kill -9`` (its
+    supervisor restarts it); ``model`` is how the model answers from a third of the
+    messages to two thirds (then it answers well again)."""
+
+    kill: Kind | None = None
+    model: Handler | None = None
+
+
+DRILLS: dict[str, Drill] = {
+    "kill-mongo": Drill(kill="mongo"),
+    "kill-redis": Drill(kill="redis"),
+    "model-errors": Drill(model=_error),
+    "model-garbage": Drill(model=_garbage),
+    "model-hang": Drill(model=_hang),
+}
 
 
 @dataclass
@@ -96,24 +140,35 @@ async def _first(predicate: Callable[[], bool], deadline: float) -> bool:
 
 
 async def _drill(
-    name: str, kind: Kind, *, messages: int, senders: int, interval: float, deadline_s: float
+    name: str, drill: Drill, *, messages: int, senders: int, interval: float, deadline_s: float
 ) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="alfred-bench-faults-"))
+    lease = None
     try:
-        # The drill's own lease names the server to kill (the bot shares the server).
-        lease = await asyncio.to_thread(acquire, kind, folder)
-        try:
-            return await _run(name, kind, lease, folder, messages, senders, interval, deadline_s)
-        finally:
-            await asyncio.to_thread(lease.release)
+        if drill.kill is not None:
+            # The drill's own lease names the server to kill (the bot shares the server).
+            lease = await asyncio.to_thread(acquire, drill.kill, folder)
+        return await _run(name, drill, lease, folder, messages, senders, interval, deadline_s)
     finally:
+        if lease is not None:
+            await asyncio.to_thread(lease.release)
         await asyncio.to_thread(stop_before_removal, folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _kill(lease: Any, kind: Kind) -> asyncio.Task[float | None]:
+    """``kill -9`` the server; the task tells when its replacement answered."""
+    state = read_state(EmbeddedPaths(lease.data_dir, kind))
+    pid = state.server_pid if state else None
+    if pid is None:
+        raise AlfredError(f"bench faults: no {kind} server to kill")
+    os.kill(pid, signal.SIGKILL)
+    return asyncio.create_task(_restarted(lease, kind, pid))
+
+
 async def _run(
     name: str,
-    kind: Kind,
+    drill: Drill,
     lease: Any,
     folder: Path,
     messages: int,
@@ -156,18 +211,20 @@ async def _run(
                 raise AlfredError(f"bench faults: the bot stopped: {bot.exception()!r}")
             warm = len(api.sent)
             traffic = _Traffic()
-            killed_at = 0.0
+            fault_at = 0.0
+            fault_end: float | None = None
             restart: asyncio.Task[float | None] | None = None
-            stderr.print(f"{name}: {messages} messages from {senders} people, a kill at 1/3 …")
+            stderr.print(f"{name}: {messages} messages from {senders} people, the fault at 1/3 …")
             for n in range(messages):
                 if n == messages // 3:
-                    state = read_state(EmbeddedPaths(lease.data_dir, kind))
-                    pid = state.server_pid if state else None
-                    if pid is None:
-                        raise AlfredError(f"bench faults: no {kind} server to kill")
-                    os.kill(pid, signal.SIGKILL)
-                    killed_at = time.perf_counter()
-                    restart = asyncio.create_task(_restarted(lease, kind, pid))
+                    fault_at = time.perf_counter()
+                    if drill.kill is not None:
+                        restart = _kill(lease, drill.kill)
+                    if drill.model is not None:
+                        model.set_handler(drill.model)
+                if n == 2 * messages // 3 and drill.model is not None:
+                    model.set_handler(None)
+                    fault_end = time.perf_counter()
                 k = n % senders
                 word = _word(n)
                 update = api.push_text(chats[k], people[k], f"remember that my code {n} is {word}")
@@ -181,17 +238,21 @@ async def _run(
                 lambda: _confirmed(api, chats, warm) >= messages or bot.done(),
                 time.perf_counter() + deadline_s,
             )
-            restarted_at = await restart if restart is not None else None
+            if restart is not None:
+                fault_end = await restart
             if bot.done():
                 raise AlfredError(f"bench faults: the bot stopped: {bot.exception()!r}")
             if not done:
                 stderr.print(f"{name}: not every message was answered within {deadline_s:g}s")
-            state = read_state(EmbeddedPaths(lease.data_dir, "mongo"))
+            state = read_state(EmbeddedPaths(folder, "mongo"))  # mkdtemp: absolute
             url = state.url if state else ""
             deadline = time.perf_counter() + deadline_s
-            return await _count(
-                name, api, chats, warm, traffic, url, killed_at, restarted_at, deadline
+            figures = await _count(
+                name, api, chats, warm, traffic, url, fault_at, fault_end, deadline
             )
+            if drill.kill is None:
+                figures["server_restart_s"] = None
+            return figures
         finally:
             stop.set()
             with contextlib.suppress(Exception):
@@ -227,8 +288,8 @@ async def _count(
     warm: int,
     traffic: _Traffic,
     mongo_url: str,
-    killed_at: float,
-    restarted_at: float | None,
+    fault_at: float,
+    fault_end: float | None,
     deadline: float,
 ) -> dict[str, Any]:
     sent_after = api.sent[warm:]
@@ -241,22 +302,22 @@ async def _count(
         got = sum(1 for s in sent_after if s.chat_id == chat_id and s.text == GOT_IT)
         confirmed += min(got, count)
         duplicated += max(0, got - count)
-    # recovery: the first confirmation of a message sent after the kill, per chat in order
-    after_kill = [m for m in traffic.messages if m.at >= killed_at]
+    # recovery: the first confirmation of a message sent after the fault, per chat in order
+    after_fault = [m for m in traffic.messages if m.at >= fault_at]
     recovery_s: float | None = None
-    degraded: list[float] = []
+    waits: list[float] = []
     for chat in chats:
         mine = [m for m in traffic.messages if m.chat_id == chat["id"]]
         replies = [s for s in sent_after if s.chat_id == chat["id"]]
         got_its = [s for s in replies if s.text == GOT_IT]
         for index, m in enumerate(mine):
-            if m.at < killed_at or index >= len(got_its):
+            if m.at < fault_at or index >= len(got_its):
                 continue
-            if recovery_s is None or got_its[index].at - killed_at < recovery_s:
-                recovery_s = got_its[index].at - killed_at
+            if recovery_s is None or got_its[index].at - fault_at < recovery_s:
+                recovery_s = got_its[index].at - fault_at
             first = next((s for s in replies if s.at >= m.at), None)
-            if first is not None and (restarted_at is None or m.at < restarted_at):
-                degraded.append(first.at - m.at)
+            if first is not None and (fault_end is None or m.at < fault_end):
+                waits.append(first.at - m.at)
     stored = 0
     journal_dupes = 0
     formations: dict[str, int] = {}
@@ -285,9 +346,9 @@ async def _count(
         "lost": sent - stored,
         "duplicated": duplicated + journal_dupes,
         "recovery_s": round(recovery_s, 3) if recovery_s is not None else None,
-        "server_restart_s": round(restarted_at - killed_at, 3) if restarted_at else None,
-        "after_fault": len(after_kill),
-        "degraded_reply_max_s": round(max(degraded), 3) if degraded else None,
+        "server_restart_s": round(fault_end - fault_at, 3) if fault_end else None,
+        "after_fault": len(after_fault),
+        "chat_wait_max_s": round(max(waits), 3) if waits else None,
         "formations_done": formations.get("done", 0),
         "formations_open": formations.get("pending", 0) + formations.get("queued", 0),
     }
@@ -340,8 +401,8 @@ def register(app: typer.Typer) -> None:
         lines = [
             f"{r['name']}: sent {r['sent']}, confirmed {r['confirmed']}, stored {r['stored']}, "
             f"lost {r['lost']}, duplicated {r['duplicated']}, recovered in {r['recovery_s']} s "
-            f"(server back in {r['server_restart_s']} s; longest wait for a first answer "
-            f"while down {r['degraded_reply_max_s']} s); formations done "
+            f"(server back in {r['server_restart_s']} s; a chat waited at most "
+            f"{r['chat_wait_max_s']} s for an answer during the fault); formations done "
             f"{r['formations_done']}, open {r['formations_open']}"
             for r in results
         ]
