@@ -28,8 +28,10 @@ answered (or ``--timeout`` ran out), the drill counts:
 Drills: ``kill-mongo`` and ``kill-redis`` (``kill -9`` of the embedded server; its
 supervisor starts it again); ``model-errors`` (HTTP 500), ``model-garbage`` (answers that
 are not JSON) and ``model-hang`` (no answer at all) from a third of the messages to two
-thirds. Not drilled yet: killing the worker mid-formation, and a busy group before a DM
-(``alfred bench telegram`` measures that one); see docs/reliability.md.
+thirds; ``kill-worker`` (a worker process of its own, ``kill -9`` while it forms; a new
+one starts at once; its ``recovery_s`` is until no formation is open). Not drilled yet:
+model faults during formation, and a busy group before a DM (``alfred bench telegram``
+measures that one); see docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -48,8 +51,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from arq.constants import in_progress_key_prefix
 from pydantic import SecretStr
 from pymongo import AsyncMongoClient
+from redis.asyncio import Redis
 
 from bot.bench.bot import _chat_or_task
 from bot.bench.common import JsonOption, emit, stderr
@@ -74,6 +79,7 @@ from runtime.settings import load_settings
 GOT_IT = "Got it, I'll remember that."
 START_S = 120.0  # the first start loads the local embedding model
 DATABASE = "alfred_bench_faults"
+KILL_WAIT_S = 30.0  # kill-worker: how long after the traffic a formation may still start
 
 
 async def _hang(request: RecordedRequest) -> Any:
@@ -96,6 +102,9 @@ class Drill:
 
     kill: Kind | None = None
     model: Handler | None = None
+    #: Run the worker as a process of its own and ``kill -9`` it in the middle of its
+    #: first job; a new worker is started at once.
+    worker: bool = False
 
 
 DRILLS: dict[str, Drill] = {
@@ -104,7 +113,16 @@ DRILLS: dict[str, Drill] = {
     "model-errors": Drill(model=_error),
     "model-garbage": Drill(model=_garbage),
     "model-hang": Drill(model=_hang),
+    "kill-worker": Drill(worker=True),
 }
+#: Words that make a thread's messages reach a formation (~1,000 tokens) every 8 or so.
+FILLER = (
+    " (for the record, and so that there is something to learn from: we walked along "
+    "the river this morning, the bakery was closed, the neighbours were painting their "
+    "fence green, and the cat refused to come inside until the rain stopped; later the "
+    "rain stopped, we had soup with bread from the other bakery, and the cat slept on "
+    "the warm windowsill while we planned the week ahead, the shopping and the visits)"
+)
 
 
 @dataclass
@@ -193,11 +211,12 @@ async def _run(
                 "mongodb_database": DATABASE,
                 "metrics_port": 0,
                 "webhook_url": None,
-                "run_worker": "inprocess",
+                "run_worker": "external" if drill.worker else "inprocess",
             }
         )
         stop = asyncio.Event()
         bot = asyncio.create_task(run_bot(settings, stop=stop), name="bench-faults-bot")
+        worker = _Workers(folder, model.base_url) if drill.worker else None
         try:
             people = [api.user(f"p{k}") for k in range(senders)]
             chats = [api.private_chat(p) for p in people]
@@ -211,6 +230,10 @@ async def _run(
                 raise AlfredError(f"bench faults: the bot stopped: {bot.exception()!r}")
             warm = len(api.sent)
             traffic = _Traffic()
+            killer: asyncio.Task[float | None] | None = None
+            if worker is not None:
+                await worker.start()
+                killer = asyncio.create_task(worker.kill_mid_job())
             fault_at = 0.0
             fault_end: float | None = None
             restart: asyncio.Task[float | None] | None = None
@@ -227,7 +250,8 @@ async def _run(
                     fault_end = time.perf_counter()
                 k = n % senders
                 word = _word(n)
-                update = api.push_text(chats[k], people[k], f"remember that my code {n} is {word}")
+                text = f"remember that my code {n} is {word}" + (FILLER if drill.worker else "")
+                update = api.push_text(chats[k], people[k], text)
                 traffic.messages.append(
                     _Message(
                         chats[k]["id"], update["message"]["message_id"], word, time.perf_counter()
@@ -240,6 +264,11 @@ async def _run(
             )
             if restart is not None:
                 fault_end = await restart
+            if killer is not None:
+                struck_at: float | None = None
+                with contextlib.suppress(TimeoutError):  # formations fall due late, if at all
+                    struck_at = await asyncio.wait_for(killer, min(deadline_s, KILL_WAIT_S))
+                fault_at = struck_at or 0.0
             if bot.done():
                 raise AlfredError(f"bench faults: the bot stopped: {bot.exception()!r}")
             if not done:
@@ -252,11 +281,81 @@ async def _run(
             )
             if drill.kill is None:
                 figures["server_restart_s"] = None
+            if worker is not None:
+                # The worker is not on the reply path: what it recovers is formations.
+                struck = fault_at > 0 and figures["formations_open"] == 0
+                figures["recovery_s"] = figures["formations_settled_s"] if struck else None
+                figures["worker_killed"] = fault_at > 0
             return figures
         finally:
+            if worker is not None:
+                await worker.stop()
             stop.set()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(bot, 60)
+
+
+class _Workers:
+    """Worker processes of the drill's own (``arq jobs.worker.WorkerSettings``)."""
+
+    def __init__(self, folder: Path, model_url: str) -> None:
+        self.folder = folder
+        self.env = {k: v for k, v in os.environ.items() if k not in ("MONGODB_URI", "REDIS_URL")}
+        self.env.update(
+            ALFRED_DATA_DIR=str(folder),
+            OPENAI_API_KEY="bench",
+            OPENAI_BASE_URL=model_url,
+            EMBEDDINGS_PROVIDER="local",
+            MONGODB_DATABASE=DATABASE,
+            METRICS_PORT="0",
+        )
+        self.procs: list[asyncio.subprocess.Process] = []
+
+    async def start(self) -> None:
+        log = await asyncio.to_thread(open, self.folder / "worker.log", "ab")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "arq", "jobs.worker.WorkerSettings",
+                env=self.env, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+            )  # fmt: skip
+        finally:
+            log.close()
+        self.procs.append(proc)
+
+    async def kill_mid_job(self) -> float | None:
+        """``kill -9`` the worker while it forms (a formation request's job is in
+        progress); start another at once. When it struck."""
+        redis_state = read_state(EmbeddedPaths(self.folder, "redis"))
+        mongo_state = read_state(EmbeddedPaths(self.folder, "mongo"))
+        if redis_state is None or mongo_state is None:
+            return None
+        redis = Redis.from_url(redis_state.url)
+        mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_state.url)
+        requests = mongo[DATABASE][FORMATION_REQUESTS]
+        try:
+            while True:
+                ids = [d["_id"] async for d in requests.find({"status": "queued"}, {"_id": 1})]
+                keys = [f"{in_progress_key_prefix}{i}" for i in ids]
+                if keys and await redis.exists(*keys):
+                    self.procs[-1].kill()
+                    struck = time.perf_counter()
+                    await self.procs[-1].wait()
+                    await self.start()
+                    return struck
+                await asyncio.sleep(0.01)
+        finally:
+            await redis.aclose()
+            await mongo.close()
+
+    async def stop(self) -> None:
+        for proc in self.procs:
+            if proc.returncode is None:
+                proc.terminate()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 30)
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
 
 
 async def _restarted(lease: Any, kind: Kind, old_pid: int) -> float | None:
@@ -321,6 +420,7 @@ async def _count(
     stored = 0
     journal_dupes = 0
     formations: dict[str, int] = {}
+    settled = 0.0
     if mongo_url:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
             mongo_url, serverSelectionTimeoutMS=10_000
@@ -335,6 +435,7 @@ async def _count(
                 journal_dupes += max(0, journaled - 1)
                 stored += int(journaled >= 1 and fact is not None)
             formations = await _formations(db, deadline)
+            settled = time.perf_counter()
         finally:
             await client.close()
     sent = len(traffic.messages)
@@ -351,6 +452,7 @@ async def _count(
         "chat_wait_max_s": round(max(waits), 3) if waits else None,
         "formations_done": formations.get("done", 0),
         "formations_open": formations.get("pending", 0) + formations.get("queued", 0),
+        "formations_settled_s": round(settled - fault_at, 3) if settled and fault_at else None,
     }
 
 
