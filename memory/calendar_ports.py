@@ -31,7 +31,9 @@ STATE_TTL = timedelta(minutes=10)
 #: Google's page size ceiling is 2,500; 250 keeps one page quick to process and store.
 PAGE_SIZE = 250
 
-Status = Literal["new", "connected", "revoked"]
+#: ``unconfirmed``: tokens are stored but the person has not yet confirmed the Google
+#: account they came from, so nothing is read from that calendar.
+Status = Literal["new", "unconfirmed", "connected", "revoked"]
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -107,6 +109,10 @@ class CalendarConnection:
     @property
     def connected(self) -> bool:
         return self.status == "connected" and self.tokens is not None
+
+    @property
+    def awaiting_confirmation(self) -> bool:
+        return self.status == "unconfirmed" and self.tokens is not None
 
 
 @dataclass(frozen=True)
@@ -272,7 +278,15 @@ class CalendarStore(Protocol):
         self, user_id: str, nonce: str, verifier: str, expires_at: datetime, now: datetime
     ) -> None: ...
     async def take_pending(self, user_id: str, nonce: str, now: datetime) -> str | None: ...
-    async def save_connected(self, user_id: str, tokens: str, now: datetime) -> None: ...
+    async def save_unconfirmed(self, user_id: str, tokens: str, now: datetime) -> None:
+        """Fresh tokens from Google, held until the person confirms the account."""
+        ...
+
+    async def confirm(self, user_id: str, now: datetime) -> bool:
+        """An unconfirmed connection becomes connected and due for its first sync.
+        False when there was none to confirm."""
+        ...
+
     async def save_tokens(self, user_id: str, tokens: str) -> None: ...
     async def set_time_zone(self, user_id: str, zone: str) -> None: ...
     async def delete(self, user_id: str) -> CalendarConnection | None: ...

@@ -36,9 +36,20 @@ FORMATION_EVERY_MESSAGES: Final = 45
 FORMATION_EVERY_TOKENS: Final = 1000
 FORMATION_MIN_MESSAGES: Final = 4
 SESSION_COLD_AFTER_SECONDS: Final = 600
+#: Nothing waits forever: a thread whose oldest unformed user message is this old is
+#: formed however few messages it has.
+FORMATION_QUIET_AFTER_SECONDS: Final = 6 * 3600
 
 # Similarity at which an existing fact is a candidate for UPDATE/DELETE/NONE (seed 002).
 UPDATE_CANDIDATE_SIMILARITY: Final = 0.7
+#: A question Alfred asked is answered by the person's next message in the same thread
+#: within this many seconds, or by their Telegram reply to it within the TTL; then it
+#: expires (issue 14).
+CLARIFICATION_NEXT_MESSAGE_SECONDS: Final = 30 * 60
+CLARIFICATION_TTL_DAYS: Final = 7
+#: A person who changes what they said within this many seconds corrected themselves:
+#: the later statement replaces the earlier one and nobody is asked (issue 14).
+SELF_CORRECTION_SECONDS: Final = 60
 
 # Retrieval (DESIGN.md §6): reply-path budget and the dynamic fact limit.
 RETRIEVAL_BUDGET_MS: Final = 500

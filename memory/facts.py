@@ -73,9 +73,11 @@ class FactWriter:
         items: Sequence[tuple[str, Category, int, Partition, Provenance]],
         *,
         subject_user_id: str | None = None,
+        pinned: bool = False,
     ) -> list[tuple[Fact, bool]]:
         """Store facts (content, category, importance, partition, provenance) in one batch
-        embedding call; returns each stored fact and whether it was new."""
+        embedding call; returns each stored fact and whether it was new. ``pinned`` facts
+        (what a person asked Alfred to remember) never fade with age."""
         cleaned = [(self._clip(c), cat, imp, p, prov) for c, cat, imp, p, prov in items]
         cleaned = [row for row in cleaned if row[0]]
         if not cleaned:
@@ -99,6 +101,7 @@ class FactWriter:
                 embedding_dims=self.embedder.dimensions,
                 valid_at=now,
                 subject_user_id=subject_user_id or partition.owner_user_id,
+                pinned=pinned,
                 created_at=now,
                 updated_at=now,
             )

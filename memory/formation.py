@@ -4,7 +4,9 @@ A formation takes the oldest unformed messages of one thread (a *batch*), and:
 
 1. asks the fast model for atomic facts (no memory context);
 2. compares each new fact with similar current facts of the same partition (cosine ≥
-   0.7) and asks for ADD / UPDATE / DELETE / NONE — skipped when nothing is similar;
+   0.7, or the same single-valued slot) and with the batch's earlier statements, and asks
+   for ADD / UPDATE / DELETE / NONE — skipped when nothing is similar; the later message
+   wins (:mod:`memory.formation_updates`);
 3. asks for reflections, hierarchical circle → user → session, with the current blobs,
    recent reflections and the new facts in view.
 
@@ -32,28 +34,22 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-
-import numpy as np
 
 from memory.constants import (
     FORMATION_MAX_FAILURES,
     FORMATION_MIN_MESSAGES,
     REFLECTION_MAX_WORDS,
-    UPDATE_CANDIDATE_SIMILARITY,
 )
 from memory.errors import AlfredError
 from memory.facts import FactWriter, clip_words
 from memory.flags import MemoryFlags
+from memory.formation_updates import UpdateStep
 from memory.ids import new_id
 from memory.llm import LLM, LLMOutputError
 from memory.models import (
     Category,
-    Clarification,
-    Fact,
     Message,
     Partition,
-    Provenance,
     Reflection,
     ReflectionScope,
     Role,
@@ -62,20 +58,12 @@ from memory.models import (
 )
 from memory.ports import Clock, Embedder
 from memory.prompts.common import ConversationContext, JournalLine, Person
-from memory.prompts.decide_updates import (
-    DECIDE_UPDATES,
-    CandidateFact,
-    DecideUpdatesContext,
-    UpdateDecision,
-)
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractedFact, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext, ScopeMemory
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore, SemanticMirror
 
 log = logging.getLogger(__name__)
 
-#: Similar facts shown to the model per new fact.
-CANDIDATES_PER_FACT = 3
 #: Messages formed in one batch; a longer backlog is formed batch after batch.
 BATCH_LIMIT = 100
 
@@ -225,6 +213,13 @@ class FormationService:
         )
         return report
 
+    async def may_form(self, thread_id: str) -> bool:
+        """Whether formation runs for this thread at all (the flags, the allowed circles):
+        the quiet-thread sweep asks, so a thread memory is off for is not requested anew
+        every minute."""
+        thread = await self.directory.thread(thread_id)
+        return thread is not None and await self._allowed(thread)
+
     async def _allowed(self, thread: Thread) -> bool:
         flags = self.flags
         if not (flags.enabled and flags.extraction):
@@ -331,138 +326,18 @@ class FormationService:
         batch: Sequence[Message],
         report: FormationReport,
     ) -> list[str]:
-        if not placed:
-            return []
-        order = {m.id: (m.created_at, i) for i, m in enumerate(batch)}
-        contents = [clip_words(f.content) for f, _, _ in placed]
-        vectors = await self.embedder.embed(contents)
-        candidates: list[CandidateFact] = []
-        allowed: dict[int, dict[str, Fact]] = {}
-        cache: dict[str, list[Fact]] = {}
-        for i, (_, partition, _) in enumerate(placed):
-            key = partition.key()
-            if key not in cache:
-                cache[key] = await self.facts.current_in_partition(partition)
-            similar = self._similar(vectors[i], cache[key])
-            allowed[i] = {fact.id: fact for fact, _ in similar}
-            candidates += [
-                CandidateFact(id=fact.id, content=fact.content, similarity=score, new_index=i)
-                for fact, score in similar
-            ]
-        decisions: dict[int, UpdateDecision] = {}
-        if candidates:
-            try:
-                answer = await self.llm.run(
-                    DECIDE_UPDATES, DecideUpdatesContext(new_facts=contents, candidates=candidates)
-                )
-                decisions = {d.new_index: d for d in answer.decisions}
-            except LLMOutputError as exc:
-                report.failed_steps.append("decide_updates")
-                log.warning(
-                    "formation batch=%s: update decisions skipped, adding (dedup applies): %s",
-                    report.batch_id,
-                    exc,
-                )
-        new_texts: list[str] = []
-        for i, (fact, partition, speaker) in enumerate(placed):
-            decision = decisions.get(i)
-            target = allowed[i].get(decision.target_id or "") if decision else None
-            action = decision.action if decision else "ADD"
-            if action in ("UPDATE", "DELETE") and target is None:
-                action = "ADD"  # a decision about a fact it was not shown is ignored
-            if target is not None and action != "ADD" and _said_later(target, fact, order):
-                # Between two statements the later message wins, whatever order they are
-                # formed in: a correction made on the reply path after this message stays.
-                action = "NONE"
-            provenance = Provenance(
-                thread_id=thread.id, message_ids=fact.source_message_ids, speaker_id=speaker
-            )
-            if action == "NONE":
-                report.facts_unchanged += 1
-            elif action == "DELETE" and target is not None:
-                if await self.facts.invalidate(target.id, at=self.clock.now(), reason="deleted"):
-                    report.facts_invalidated += 1
-            elif (
-                action == "UPDATE"
-                and target is not None
-                and decision is not None
-                and not decision.contradiction
-            ):
-                merged = decision.content or contents[i]
-                if await self.writer.reword(target.id, merged, reason="refined"):
-                    report.facts_updated += 1
-                    new_texts.append(merged)
-            elif action == "UPDATE" and target is not None:
-                await self._contradiction(
-                    thread, fact, partition, provenance, target, speaker, report
-                )
-                new_texts.append(contents[i])
-            else:
-                stored = await self.writer.add_many(
-                    [(contents[i], fact.category, fact.importance, partition, provenance)]
-                )
-                for stored_fact, created in stored:
-                    if created:
-                        report.facts_added += 1
-                        new_texts.append(stored_fact.content)
-                        if self.mirror is not None:
-                            await self.mirror.mirror(stored_fact)
-                    else:
-                        report.facts_unchanged += 1
-        return new_texts
-
-    def _similar(self, vector: np.ndarray, existing: Sequence[Fact]) -> list[tuple[Fact, float]]:
-        usable = [
-            f for f in existing if f.embedding is not None and len(f.embedding) == len(vector)
-        ]
-        if not usable:
-            return []
-        matrix = np.asarray([f.embedding for f in usable], dtype=np.float32)
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
-        order = np.argsort(-scores)[:CANDIDATES_PER_FACT]
-        return [
-            (usable[int(i)], float(scores[int(i)]))
-            for i in order
-            if scores[int(i)] >= UPDATE_CANDIDATE_SIMILARITY
-        ]
-
-    async def _contradiction(
-        self,
-        thread: Thread,
-        fact: ExtractedFact,
-        partition: Partition,
-        provenance: Provenance,
-        old: Fact,
-        speaker: str | None,
-        report: FormationReport,
-    ) -> None:
-        """The newest statement wins at once; the old fact stays as history, and the
-        person is asked the next time they speak in this partition."""
-        now = self.clock.now()
-        await self.facts.invalidate(old.id, at=now, reason="contradicted")
-        report.facts_invalidated += 1
-        stored = await self.writer.add_many(
-            [(clip_words(fact.content), fact.category, fact.importance, partition, provenance)]
+        """Step 2 (:class:`memory.formation_updates.UpdateStep`): the texts learned."""
+        step = UpdateStep(
+            facts=self.facts,
+            writer=self.writer,
+            notes=self.notes,
+            llm=self.llm,
+            embedder=self.embedder,
+            clock=self.clock,
+            mirror=self.mirror,
+            conflicts=self.flags.conflicts,
         )
-        new_fact = stored[0][0] if stored else None
-        if stored and stored[0][1]:
-            report.facts_added += 1
-        owner = partition.owner_user_id or speaker
-        if owner is None or new_fact is None or not self.flags.conflicts:
-            return
-        question = f'I thought "{old.content}" — has that changed?'
-        clarification = Clarification(
-            id=hashlib.sha256(f"{old.id}|{new_fact.id}".encode()).hexdigest()[:24],
-            user_id=owner,
-            partition=partition,
-            question=question,
-            kind="contradiction",
-            fact_id=new_fact.id,
-            proposed_content=old.id,
-            created_at=now,
-        )
-        if await self.notes.add_clarification(clarification):
-            report.clarifications += 1
+        return await step.run(thread, placed, batch, report)
 
     # --- step 3: reflections ------------------------------------------------------------
 
@@ -555,22 +430,6 @@ class FormationService:
             )
             if await self.notes.add_reflection(reflection):
                 report.reflections_added += 1
-
-
-def _said_later(old: Fact, fact: ExtractedFact, order: dict[str, tuple[datetime, int]]) -> bool:
-    """Whether ``old`` was stated after every message ``fact`` was extracted from.
-
-    Positions in the batch decide when both sides are in it (messages of one minute
-    share a timestamp); otherwise the old fact's own time does (a hot-path fact is
-    valid from the moment its message was said)."""
-    said = [order[mid] for mid in fact.source_message_ids if mid in order]
-    if not said:
-        return False
-    new_at = max(said)
-    old_in_batch = [order[mid] for mid in old.provenance.message_ids if mid in order]
-    if old_in_batch:
-        return max(old_in_batch) > new_at
-    return bool(old.valid_at > new_at[0])
 
 
 def new_reflection_id() -> str:

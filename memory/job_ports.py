@@ -25,10 +25,12 @@ ERROR_CHARS: Final = 500
 
 
 class RequestKind(StrEnum):
-    """Why formation was asked for: the message/token threshold, or a session gone cold."""
+    """Why formation was asked for: the message/token threshold, a session gone cold, or
+    a quiet thread whose few unformed messages are old enough to form anyway."""
 
     FORM = "form"
     COLD = "cold"
+    QUIET = "quiet"
 
 
 class RequestStatus(StrEnum):
@@ -224,6 +226,14 @@ class PendingCounters(Protocol):
     async def pending(self, thread_id: str) -> tuple[int, int]: ...
 
     async def reset_pending(self, thread_id: str) -> None: ...
+
+
+class QuietThreads(Protocol):
+    """Where unformed user messages have waited too long (the journal knows)."""
+
+    async def quiet_threads(self, older_than: datetime, *, limit: int = 500) -> list[str]:
+        """Threads with an unformed user message created at or before ``older_than``."""
+        ...
 
 
 class FormationDirectory(PendingCounters, Protocol):

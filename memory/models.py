@@ -286,6 +286,10 @@ class Reflection(BaseModel):
     absorbed: bool = False
     absorbed_into: str | None = None
     source_fact_ids: list[str] = Field(default_factory=list)
+    #: Set for a standing instruction the person gave ("no emojis"), not an interpretation:
+    #: its topic and key word, so it is listed as theirs, replaced and withdrawn by them.
+    directive: str | None = None
+    directive_value: str | None = None
     created_at: datetime
 
 
@@ -304,7 +308,12 @@ class Consolidated(BaseModel):
 
 
 class Clarification(BaseModel):
-    """A question to ask a user the next time they speak in the same partition."""
+    """A question to ask a user the next time they speak in the same partition.
+
+    Once asked it is bound to where and when: only the person's next message in that
+    thread within :data:`memory.constants.CLARIFICATION_NEXT_MESSAGE_SECONDS`, or their
+    Telegram reply to the question within :data:`memory.constants.CLARIFICATION_TTL_DAYS`,
+    can answer it; after that it expires."""
 
     id: str
     user_id: str
@@ -312,10 +321,19 @@ class Clarification(BaseModel):
     question: str
     kind: Literal["contradiction", "ambiguous_reference"] = "contradiction"
     fact_id: str | None = None
+    #: A contradiction: the id of the older fact. An ambiguous reference: what the
+    #: person asked to be remembered, to store once they say whose it is.
     proposed_content: str | None = None
-    status: Literal["pending", "asked", "resolved", "dismissed"] = "pending"
+    #: The ambiguous phrase ("Mom") an ``ambiguous_reference`` asked about.
+    reference: str | None = None
+    status: Literal["pending", "asked", "resolved", "dismissed", "expired"] = "pending"
     created_at: datetime
     resolved_at: datetime | None = None
+    #: Where and when it was asked, and the Telegram id of the person's message whose
+    #: reply carried the question: their next message after it may answer.
+    asked_thread_id: str | None = None
+    asked_at: datetime | None = None
+    asked_after_message: int | None = None
 
 
 class Message(BaseModel):

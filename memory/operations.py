@@ -14,22 +14,41 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from memory.clarifications import Clarifications
+from memory.corrections import split_correction, supersede
+from memory.erasure import Scrubber, add_counts, describe_removed
 from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
+from memory.forget_choices import (
+    FORGET_CHOICES_MAX,
+    FORGET_WHICH,
+    FORGET_WHICH_END,
+    FORGET_WHICH_REDACTED,
+    KEPT_ALL,
+    choice_answer,
+)
 from memory.ids import normalise_content
 from memory.llm import LLM, LLMOutputError
-from memory.models import Category, Fact, Partition, Provenance, Role, Thread, Viewer
+from memory.models import (
+    Category,
+    Fact,
+    Partition,
+    Provenance,
+    Role,
+    Thread,
+    Viewer,
+)
+from memory.operation_result import OperationResult
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.rules.intents import detect_correction, strip_addressing
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
+from memory.value_swap import swap_value
 
 log = logging.getLogger(__name__)
 
@@ -37,53 +56,25 @@ log = logging.getLogger(__name__)
 CORRECTION_MATCH = 0.55
 #: How close a stored fact must be to "forget …" to be deleted.
 FORGET_MATCH = 0.6
+#: "Forget everything about me" reads up to this many of the person's messages for the
+#: words to take out of shared notes.
+ERASE_SCAN = 20_000
 
 CONFIRM_REMEMBER = "Got it, I'll remember that."
+
 ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
-FORGET_WHICH = "I remember a few things like that — which should I forget?"
-FORGET_WHICH_END = 'Reply with the number, or "all" (or "none" to keep them).'
-#: What the journal keeps of a "which should I forget?" question once it is answered.
-FORGET_WHICH_REDACTED = "[a question about which memory to forget]"
-KEPT_ALL = "All right — I haven't forgotten anything."
-#: At most this many distinct memories are offered to choose from.
-FORGET_CHOICES_MAX = 9
 
 #: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
-_YES = re.compile(
-    r"^\s*(yes|yeah|yep|yup|correct|right|it (has )?changed|that'?s right|true)\b", re.I
-)
-_NONE_OF_THEM = re.compile(
-    r"^(?:none|neither|nothing|cancel|no|nope|keep (?:them|both|all|everything))"
-    r"(?: of (?:them|those|these))?(?:,? thanks?(?: you)?)?$",
-    re.I,
-)
-_ALL_OF_THEM = re.compile(
-    r"^(?:all|both|all of them|both of them|all of those|both of those|everything)"
-    r"(?:,? please)?$",
-    re.I,
-)
-_NUMBERS = re.compile(
-    r"^(?:(?:number|no\.?|#)\s*)?\d{1,2}(?:\s*(?:,|and|&|\+|\s)\s*#?\d{1,2})*$", re.I
-)
-_NO = re.compile(
-    r"^\s*(no|nope|nah|not really|it hasn'?t|still|wrong|that'?s wrong|no,? it'?s the same)\b",
-    re.I,
-)
 
 
-@dataclass
-class OperationResult:
-    """What an operation did, and what to tell the person."""
-
-    text: str
-    facts: list[Fact] = field(default_factory=list)
-    removed: dict[str, int] = field(default_factory=dict)
-    #: A "which should I forget?" question: the fact ids of each numbered memory (the
-    #: memory first, then versions of it kept as history). Nothing was deleted.
-    choices: list[list[str]] = field(default_factory=list)
+def forgotten_text(removed: dict[str, int]) -> str:
+    """The answer to a forget: that it is done, and what went ("Done — I've forgotten
+    that (1 memory, 1 summary and 2 messages).")."""
+    what = describe_removed(removed)
+    return f"{FORGOTTEN[:-1]} ({what})." if what else FORGOTTEN
 
 
 def _content_terms(text: str) -> set[str]:
@@ -124,7 +115,7 @@ class MemoryOperations:
         self.mirror = mirror
         self.model_budget = model_budget
 
-    async def _facts_from(
+    async def facts_from(
         self, thread: Thread, speaker: Person, statement: str, message_id: str
     ) -> list[tuple[str, Category, int, bool]]:
         """Facts in one statement: (content, category, importance, about the circle)."""
@@ -172,7 +163,7 @@ class MemoryOperations:
         self, thread: Thread, speaker: Person, payload: str, message_id: str
     ) -> OperationResult:
         """Store an explicit "remember that …" at once, in the thread's partition."""
-        facts = await self._facts_from(thread, speaker, payload, message_id)
+        facts = await self.facts_from(thread, speaker, payload, message_id)
         items = [
             (
                 content,
@@ -188,13 +179,24 @@ class MemoryOperations:
             )
             for content, category, importance, about_circle in facts
         ]
-        stored = await self.writer.add_many(items)
+        # What a person asked Alfred to remember is pinned: it never fades with age.
+        stored = await self.writer.add_many(items, pinned=True)
+        await self.facts.set_pinned([f.id for f, _ in stored if not f.pinned], True)
         new = [f for f, created in stored if created]
         for fact in new:
             if self.mirror is not None:
                 await self.mirror.mirror(fact)
-        text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
+        replaced = await self.supersede(new, reason="replaced by the person")
+        if replaced:
+            was = "; ".join(f.content for f in replaced)
+            text = f"Got it — I've updated it: {new[0].content} (before: {was})."
+        else:
+            text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
         return OperationResult(text=text, facts=[f for f, _ in stored])
+
+    async def supersede(self, new: Sequence[Fact], *, reason: str) -> list[Fact]:
+        """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`)."""
+        return await supersede(self.facts, self.llm, new, reason=reason, at=self.clock.now())
 
     async def correct(
         self,
@@ -203,15 +205,19 @@ class MemoryOperations:
         statement: str | None,
         negated: str | None,
         message_id: str,
+        *,
+        old_value: str | None = None,
+        new_value: str | None = None,
     ) -> OperationResult:
         """Apply "actually …" at once: the closest fact of the speaker's partition here is
-        invalidated (kept as history) and the corrected statement stored."""
+        invalidated (kept as history) and the corrected statement stored; any other
+        current fact the statement gives a new value for is retired too (exactly one value
+        stays current). "I meant X, not Y" swaps the value in what was stored or said."""
+        if old_value and new_value:
+            return await swap_value(self, viewer, speaker, old_value, new_value, message_id)
         statement, negated = split_correction(statement, negated)
         thread = viewer.thread
-        partitions = {
-            thread.partition_for(speaker.id),
-            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
-        }
+        partitions = self.partitions_of(thread, speaker)
         probe = negated or statement
         replaced: Fact | None = None
         if probe:
@@ -220,8 +226,9 @@ class MemoryOperations:
         if replaced is not None:
             await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
         stored: list[Fact] = []
+        retired: list[Fact] = []
         if statement:
-            facts = await self._facts_from(thread, speaker, statement, message_id)
+            facts = await self.facts_from(thread, speaker, statement, message_id)
             items = [
                 (
                     content,
@@ -237,7 +244,13 @@ class MemoryOperations:
                 )
                 for content, category, importance, _ in facts
             ]
-            stored = [f for f, _ in await self.writer.add_many(items)]
+            written = await self.writer.add_many(items, pinned=True)
+            stored = [f for f, _ in written]
+            retired = await self.supersede(
+                [f for f, created in written if created], reason="corrected by the person"
+            )
+        if replaced is None and retired:
+            replaced = retired[0]
         if replaced is not None and stored:
             text = f"Thanks for the correction — I've updated it: {stored[0].content}"
         elif replaced is not None:
@@ -247,6 +260,14 @@ class MemoryOperations:
         else:
             text = "Thanks — tell me what changed and I'll update what I remember."
         return OperationResult(text=text, facts=stored)
+
+    @staticmethod
+    def partitions_of(thread: Thread, speaker: Person) -> set[Partition]:
+        """The partitions a person may correct here: their own, and the circle's."""
+        return {
+            thread.partition_for(speaker.id),
+            *([Partition.circle(thread.circle_id)] if thread.circle_id else []),
+        }
 
     async def _closest(
         self, viewer: Viewer, partitions: set[Partition], text: str, threshold: float
@@ -269,7 +290,9 @@ class MemoryOperations:
         scored.sort(key=lambda pair: -pair[0])
         return scored
 
-    async def forget(self, viewer: Viewer, target: str) -> OperationResult:
+    async def forget(
+        self, viewer: Viewer, target: str, *, name: str | None = None
+    ) -> OperationResult:
         """Hard-delete the memory that best matches ``target`` and everything derived
         from it: its history, its mem0 copy, reflections and blobs that mention it
         (blobs are rebuilt from their other reflections), and the messages it came from.
@@ -281,26 +304,43 @@ class MemoryOperations:
             for f in await self.facts.list_visible(viewer, include_history=True)
             if f.partition.owner_user_id in (None, viewer.user_id)
         ]
-        if not own:
+        doomed: list[Fact] = []
+        scored = await self._ranked(target, own) if own else []
+        if scored and scored[0][0] >= FORGET_MATCH:
+            best = scored[0][0]
+            # everything about as close as the best match (versions of the same memory)
+            doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
+            groups = self._distinct(doomed)
+            if len(groups) >= 2:
+                # Two different memories are as close: deleting both (or the wrong one)
+                # would lose data, so ask which. Nothing is deleted until they answer.
+                groups = groups[:FORGET_CHOICES_MAX]
+                lines = "\n".join(f"{n}) {g[0].content}" for n, g in enumerate(groups, start=1))
+                return OperationResult(
+                    text=f"{FORGET_WHICH}\n{lines}\n{FORGET_WHICH_END}",
+                    choices=[[f.id for f in g] for g in groups],
+                )
+        removed = await self.erase_facts(viewer.user_id, doomed, [target]) if doomed else {}
+        # "forget my key" found the memory it meant: its words say what to look for in
+        # notes and messages, not every sentence that mentions a key.
+        vague = len(_content_terms(target)) < 2 and doomed
+        needles = [f.content for f in doomed] if vague else [target]
+        fact_ids = [f.id for f in doomed]
+        add_counts(removed, await self.forget_words(viewer, needles, fact_ids, name))
+        if not any(removed.values()):
             return OperationResult(text=NOTHING_TO_FORGET)
-        scored = await self._ranked(target, own)
-        best = scored[0][0]
-        if best < FORGET_MATCH:
-            return OperationResult(text=NOTHING_TO_FORGET)
-        # everything about as close as the best match (versions of the same memory)
-        doomed = [f for s, f in scored if s >= max(FORGET_MATCH, best - 0.1)]
-        groups = self._distinct(doomed)
-        if len(groups) >= 2:
-            # Two different memories are as close: deleting both (or the wrong one) would
-            # lose data, so ask which. Nothing is deleted until the person answers.
-            groups = groups[:FORGET_CHOICES_MAX]
-            lines = "\n".join(f"{n}) {g[0].content}" for n, g in enumerate(groups, start=1))
-            return OperationResult(
-                text=f"{FORGET_WHICH}\n{lines}\n{FORGET_WHICH_END}",
-                choices=[[f.id for f in g] for g in groups],
-            )
-        removed = await self.erase_facts(viewer.user_id, doomed, [target])
-        return OperationResult(text=FORGOTTEN, removed=removed)
+        return OperationResult(text=forgotten_text(removed), removed=removed)
+
+    async def forget_words(
+        self,
+        viewer: Viewer,
+        needles: Sequence[str],
+        fact_ids: Sequence[str],
+        name: str | None = None,
+    ) -> dict[str, int]:
+        """What a forget reaches beyond facts, here (see :mod:`memory.erasure`)."""
+        scrub = Scrubber(self.notes, self.journal)
+        return await scrub.forget_here(viewer, needles, fact_ids, name=name)
 
     @staticmethod
     def _distinct(facts: Sequence[Fact]) -> list[list[Fact]]:
@@ -346,7 +386,9 @@ class MemoryOperations:
         if not doomed:
             return OperationResult(text=NOTHING_TO_FORGET)
         removed = await self.erase_facts(viewer.user_id, doomed, [])
-        return OperationResult(text=FORGOTTEN, removed=removed)
+        contents = [f.content for f in doomed]
+        add_counts(removed, await self.forget_words(viewer, contents, [f.id for f in doomed]))
+        return OperationResult(text=forgotten_text(removed), removed=removed)
 
     async def erase_facts(
         self, user_id: str, doomed: Sequence[Fact], phrases: Sequence[str]
@@ -394,9 +436,15 @@ class MemoryOperations:
         return await self.journal.delete_by_ids(ids)
 
     async def forget_everything(self, user_id: str) -> dict[str, int]:
-        """Erase a user entirely: facts they own or stated, notes, clarifications, messages.
-        (The directory entry is removed by the caller, which also leaves the circles.)"""
+        """Erase a user entirely: facts they own or stated, notes, clarifications, messages,
+        and their words in the shared notes and summaries of their circles (rewritten
+        without them). (The directory entry is removed by the caller, which also leaves
+        the circles.)"""
         facts = await self.facts.owned_by(user_id)
+        said = [
+            m for m in await self.journal.recent_by_user(user_id, limit=ERASE_SCAN) if m.user_id
+        ]
+        shared = await Scrubber(self.notes, self.journal).shared_of(user_id, facts, said)
         # Facts they stated in someone else's partition (circle-level "we/our" ones): the
         # notes derived from them are not theirs, so they go through the forget cascade.
         stated = [f for f in facts if f.partition.owner_user_id != user_id]
@@ -410,93 +458,40 @@ class MemoryOperations:
         for name, n in (await self.notes.delete_for_user(user_id)).items():
             counts[name] = counts.get(name, 0) + n
         counts["messages"] = counts.get("messages", 0) + await self.journal.delete_user(user_id)
-        return counts
+        return add_counts(counts, shared)
 
     # --- clarifications ------------------------------------------------------------------
 
-    async def question_for(self, viewer: Viewer) -> str | None:
-        """A pending question for this person here, marked as asked."""
-        item = await self.notes.pending_clarification(viewer)
-        if item is None:
-            return None
-        await self.notes.set_clarification_status(item.id, "asked")
-        return item.question
+    @property
+    def clarifications(self) -> Clarifications:
+        """Alfred's questions, bound to where and when they were asked."""
+        return Clarifications(self)
 
-    async def answer(self, viewer: Viewer, text: str) -> OperationResult | None:
-        """Resolve the question last asked here from the person's answer, if it is one."""
-        item = await self.notes.asked_clarification(viewer)
-        if item is None:
-            return None
-        text = strip_addressing(text)  # in a group the answer comes as "@alfred yes"
-        now = self.clock.now()
-        if (
-            _NO.match(text)
-            and item.kind == "contradiction"
-            and item.fact_id
-            and item.proposed_content
-        ):
-            # Not changed: the newer statement was wrong; restore the older one.
-            new = await self.facts.get(item.fact_id)
-            old = await self.facts.get(item.proposed_content)
-            if new is not None:
-                await self.facts.invalidate(
-                    new.id, at=now, reason="the person said it had not changed"
-                )
-            if old is not None:
-                await self.writer.add(
-                    old.content,
-                    old.partition,
-                    category=old.category,
-                    importance=old.importance,
-                    provenance=old.provenance,
-                )
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I'll keep remembering it the way it was.")
-        if _YES.match(text):
-            await self.notes.set_clarification_status(item.id, "resolved", now)
-            return OperationResult(text="Thanks — I've updated what I remember.")
-        return None
+    async def question_for(self, viewer: Viewer, *, after_message: int | None = None) -> str | None:
+        """A pending question for this person here, marked as asked (bound to this
+        thread, after the person's message ``after_message``)."""
+        return await self.clarifications.question_for(viewer, after_message=after_message)
 
-
-_CLAUSE_BREAK = re.compile(
-    r"[;,]\s+(?=(?:i|i'm|i've|my|we|we're|our|now)\b)|\s+but\s+(?:now\s*,?\s+)?", re.I
-)
-
-
-def split_correction(statement: str | None, negated: str | None) -> tuple[str | None, str | None]:
-    """Separate what stopped being true from what is true now, in a sentence that says
-    both ("I don't love Thai food anymore, I love Korean food now")."""
-    if not statement:
-        return statement, negated
-    positive: list[str] = []
-    for part in (p.strip() for p in _CLAUSE_BREAK.split(statement)):
-        if not part:
-            continue
-        sub = detect_correction(part)
-        if sub is not None and sub.negated:
-            negated = negated or sub.negated
-        else:
-            positive.append(re.sub(r"\s+now$", "", part, flags=re.I))
-    if not positive:
-        return statement, negated
-    return " ".join(positive), negated
-
-
-def choice_answer(text: str, count: int) -> list[int] | None:
-    """The (0-based) items an answer to a numbered question picks: ``[]`` for "none",
-    every item for "all"/"both", the numbers given; ``None`` if it is not an answer
-    (or names a number that was not offered)."""
-    body = re.sub(r"[\s.!]+$", "", strip_addressing(text).strip()).strip()
-    if _NONE_OF_THEM.match(body):
-        return []
-    if _ALL_OF_THEM.match(body):
-        return list(range(count))
-    if not _NUMBERS.match(body):
-        return None
-    numbers = [int(n) for n in re.findall(r"\d+", body)]
-    if not numbers or any(not 1 <= n <= count for n in numbers):
-        return None
-    return sorted({n - 1 for n in numbers})
+    async def answer(
+        self,
+        viewer: Viewer,
+        text: str,
+        *,
+        speaker: Person | None = None,
+        message_id: int | None = None,
+        journal_id: str = "",
+        reply_to_text: str | None = None,
+    ) -> OperationResult | None:
+        """Resolve the question this message is bound to, if it answers it."""
+        said = await self.clarifications.answer(
+            viewer,
+            text,
+            speaker=speaker,
+            message_id=message_id,
+            journal_id=journal_id,
+            reply_to_text=reply_to_text,
+        )
+        return OperationResult(text=said) if said is not None else None
 
 
 def _similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
@@ -517,6 +512,11 @@ def same_content(a: str, b: str) -> bool:
 
 
 __all__ = [
+    "FORGET_CHOICES_MAX",
+    "FORGET_WHICH",
+    "FORGET_WHICH_END",
+    "FORGET_WHICH_REDACTED",
+    "KEPT_ALL",
     "MemoryOperations",
     "OperationResult",
     "choice_answer",

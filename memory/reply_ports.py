@@ -46,6 +46,24 @@ class CalendarAccess(Protocol):
         ...
 
 
+class ErasureResidue(Protocol):
+    """What a forget must clean beyond the memory stores: copies of a person's words that
+    lie outside the database (spooled updates on disk) and the history Redis keeps of its
+    own writes (its append-only file, rewritten so deleted keys are not kept there)."""
+
+    async def scrub(
+        self,
+        telegram_user_id: int | None,
+        needles: Sequence[str] | None,
+        user_id: str | None = None,
+    ) -> dict[str, int]:
+        """Drop the spooled updates from ``telegram_user_id`` (every one of theirs when
+        ``needles`` is None, else those that mention a needle) and the kept job results
+        about ``user_id`` (an export), then have Redis rewrite its append-only file.
+        Returns what was removed, per kind."""
+        ...
+
+
 class ReplyObserver(Protocol):
     """Where the reply path reports what it measured (Prometheus in production)."""
 

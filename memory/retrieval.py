@@ -6,12 +6,17 @@ Each leg (dense, keyword, optionally mem0) runs with its own timeout; a leg that
 or is late is dropped and the others answer (DESIGN.md §6.4). Whatever the legs return
 is resolved to facts through a query that carries the privacy filter again, and every
 fact is checked once more by :func:`memory.privacy.is_visible` before it is returned.
+
+With a :class:`memory.search.recent.RecentLeg`, the viewer's visible unformed messages are
+one more leg (DESIGN.md §6.6): what was said minutes ago, before formation made facts of
+it, is found at once, under the same privacy rule. Its hits join the facts by score.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,25 +31,43 @@ from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
 from memory.search.candidate import Candidate
 from memory.search.fusion import (
+    AbsoluteScale,
     BlendConfig,
     FusionConfig,
     FusionMethod,
     MemorySignals,
+    absolute_blend,
+    absolute_relevance,
     blend,
     fuse,
     rrf_fusion,
     weighted_fusion,
 )
+from memory.search.recent import RecentLeg
+from memory.search.text import tokenize
 
 log = logging.getLogger(__name__)
 
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
+#: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
+#: own memories whose cosine to the query is within this margin of the best match's rank
+#: before a partner's that match as well (the order changes, not the scores). Cosines are
+#: absolute, so the margin means the same in every query, and an unrelated memory of
+#: theirs is never lifted over a relevant one.
+FIRST_PERSON_MARGIN = 0.1
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|myself)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
 class ScoredFact:
-    """A retrieved fact with its final score."""
+    """A retrieved fact with its absolute scores (the same meaning for every query).
+
+    ``relevance`` is how well the fact matches the query on the legs' fixed scales
+    (:class:`memory.search.fusion.AbsoluteScale`); ``score`` blends it with recency,
+    importance and access strength, as ranking does. Both are in [0, 1]. The order of a
+    result is the ranking's, which compares the candidates of one query with each other.
+    """
 
     fact: Candidate
     score: float
@@ -101,6 +124,11 @@ class RetrievalConfig:
     #: fusion normalises scores, so without a floor the best of many poor matches would
     #: look like a perfect one. 0 turns the floor off (the benchmarks measure pure ranking).
     min_dense: float = 0.25
+    #: The fixed per-leg scales of absolute relevance.
+    scale: AbsoluteScale = field(default_factory=AbsoluteScale)
+    #: Facts whose absolute relevance is below this are not offered at all, however few
+    #: candidates there are (a lone unrelated memory is not an answer). 0 turns it off.
+    min_relevance: float = 0.1
 
 
 class Retriever:
@@ -114,6 +142,7 @@ class Retriever:
         config: RetrievalConfig = RetrievalConfig(),
         extra_legs: Mapping[str, ExtraLeg] | None = None,
         on_access: Callable[[Sequence[str], datetime], Awaitable[None]] | None = None,
+        recent: RecentLeg | None = None,
     ) -> None:
         self.backend = backend
         self.embedder = embedder
@@ -121,6 +150,7 @@ class Retriever:
         self.config = config
         self.extra_legs = dict(extra_legs or {})
         self._on_access = on_access
+        self.recent = recent
         self._background: set[asyncio.Task[None]] = set()
 
     async def for_message(self, viewer: Viewer, message: str) -> RetrievalResult:
@@ -130,13 +160,69 @@ class Retriever:
         return await self.search(viewer, message, limit=dynamic_limit(message))
 
     async def search(self, viewer: Viewer, query: str, *, limit: int) -> RetrievalResult:
-        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread."""
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread,
+        with their visible unformed messages among them when the recent leg is on."""
+        text = " ".join(query.split())[:MAX_QUERY_CHARS]
+        if self.recent is None or limit <= 0 or not text:
+            return await self._search_facts(viewer, query, limit=limit)
+        # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
+        vector = asyncio.create_task(self._embed(text, result))
+        recent = asyncio.create_task(self._timed_recent(viewer, text, vector))
+        result = await self._search_facts(
+            viewer, query, limit=limit, result=result, vector_task=vector
+        )
+        hits = await recent
+        if isinstance(hits, str):
+            result.legs["recent"] = hits
+            return result
+        result.legs["recent"] = f"ok ({len(hits)})"
+        merged = [
+            *result.facts,
+            *(
+                ScoredFact(c, score, rel)
+                for c, score, rel in hits
+                if is_visible(c.partition, viewer)
+            ),
+        ]
+        result.facts = sorted(merged, key=lambda f: (-f.score, f.fact.id))[:limit]
+        return result
+
+    async def _timed_recent(
+        self, viewer: Viewer, text: str, vector: asyncio.Task[Vector | None]
+    ) -> list[tuple[Candidate, float, float]] | str:
+        """The recent leg's hits, or why it has none (late or failed: the others answer)."""
+        leg = self.recent
+        if leg is None:
+            return "off"
+        try:
+            return await leg.search(
+                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s, vector=vector
+            )
+        except TimeoutError:
+            log.warning("retrieval leg recent timed out")
+            return "timeout"
+        except Exception as exc:
+            log.warning("retrieval leg recent failed: %s", type(exc).__name__)
+            return f"failed: {type(exc).__name__}"
+
+    async def _search_facts(
+        self,
+        viewer: Viewer,
+        query: str,
+        *,
+        limit: int,
+        result: RetrievalResult | None = None,
+        vector_task: asyncio.Task[Vector | None] | None = None,
+    ) -> RetrievalResult:
+        """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
+        (with the query's embedding already under way when ``vector_task`` is given)."""
+        result = result or RetrievalResult(retrieved=True)
         text = " ".join(query.split())[:MAX_QUERY_CHARS]
         if limit <= 0 or not text:
             return result
         started = time.perf_counter()
-        vector_task = asyncio.create_task(self._embed(text, result))
+        vector_task = vector_task or asyncio.create_task(self._embed(text, result))
         prepared = await self.backend.prepare(viewer)
         result.timings_ms["prepare"] = _ms(started)
         k = max(self.config.leg_k, limit)
@@ -171,21 +257,32 @@ class Retriever:
         shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
         resolved = await prepared.resolve(shortlist)
         now = self.clock.now()
+        absolute = self._absolute(text, scores, resolved)
         visible = {
-            i: c for i, c in resolved.items() if is_visible(c.partition, viewer) and i in fused
+            i: c
+            for i, c in resolved.items()
+            if is_visible(c.partition, viewer)
+            and i in fused
+            and absolute.get(i, 0.0) >= self.config.min_relevance
         }
-        signals = {
-            i: MemorySignals(
-                relevance=fused[i],
-                age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
-                importance=c.importance,
-                access_count=c.access_count,
-            )
-            for i, c in visible.items()
-        }
-        final = blend(signals, self.config.blend)
-        ranked = sorted(final, key=lambda i: (-final[i], i))[:limit]
-        result.facts = [ScoredFact(visible[i], final[i], fused[i]) for i in ranked]
+
+        def signals(relevance: Mapping[str, float]) -> dict[str, MemorySignals]:
+            return {
+                i: MemorySignals(
+                    relevance=relevance.get(i, 0.0),
+                    age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
+                    importance=c.importance,
+                    access_count=c.access_count,
+                    pinned=c.pinned,
+                )
+                for i, c in visible.items()
+            }
+
+        final = blend(signals(fused), self.config.blend)
+        scored = absolute_blend(signals(absolute), self.config.blend)
+        first = _own_first(text, viewer, visible, scores.get("dense", {}))
+        ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
+        result.facts = [ScoredFact(visible[i], scored[i], absolute.get(i, 0.0)) for i in ranked]
         result.timings_ms["total"] = _ms(started)
         self._record_access([i for i in ranked], now)
         return result
@@ -255,6 +352,34 @@ class Retriever:
             return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
         return weighted_fusion(legs, weights)
 
+    def _absolute(
+        self,
+        query: str,
+        scores: Mapping[str, dict[str, float]],
+        resolved: Mapping[str, Candidate],
+    ) -> dict[str, float]:
+        """Each resolved candidate's absolute relevance: the legs' similarities as they
+        are, and for the keyword leg the share of the query's terms the memory holds."""
+        wanted = set(tokenize(query))
+        coverage = {
+            i: len(wanted & set(tokenize(c.content))) / len(wanted)
+            for i, c in resolved.items()
+            if wanted and i in scores.get("keyword", {})
+        }
+        scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
+        names = list(scores)
+        weights = [
+            self.config.fusion.dense_weight
+            if name == "dense"
+            else self.config.fusion.keyword_weight
+            if name == "keyword"
+            else self.config.extra_weight
+            for name in names
+        ]
+        if sum(weights) <= 0:
+            return {}
+        return absolute_relevance([scores[n] for n in names], names, weights, self.config.scale)
+
     def _record_access(self, ids: list[str], at: datetime) -> None:
         """Fire-and-forget: access tracking must never slow down or fail a reply."""
         if not ids or self._on_access is None:
@@ -280,6 +405,23 @@ class Retriever:
 
 class LegSkipped(Exception):
     """A leg that had nothing to run with (no query vector)."""
+
+
+def _own_first(
+    query: str, viewer: Viewer, visible: Mapping[str, Candidate], dense: Mapping[str, float]
+) -> set[str]:
+    """The viewer's own memories about as close to a first-person query as its best
+    match (by cosine), ranked first; none without the dense leg."""
+    cosines = {i: dense[i] for i in visible if i in dense}
+    if not cosines or not _FIRST_PERSON.search(query):
+        return set()
+    best = max(cosines.values())
+    return {
+        i
+        for i, cosine in cosines.items()
+        if visible[i].partition.owner_user_id == viewer.user_id
+        and cosine >= best - FIRST_PERSON_MARGIN
+    }
 
 
 def _ms(started: float) -> float:

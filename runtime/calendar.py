@@ -25,7 +25,6 @@ from memory.ports import Clock
 from memory.stores import FactStore, SemanticMirror
 from runtime.settings import CalendarSettings
 from services.calendar import CalendarFeature, connection_completer
-from services.calendar.connect import OnConnected
 from services.calendar.feature import BAD_KEY, NO_KEY
 
 
@@ -100,16 +99,10 @@ def build_calendar(
     )
 
 
-def oauth_routes(
-    calendar: CalendarFeature,
-    *,
-    notify: Notify | None = None,
-    on_connected: OnConnected | None = None,
-) -> list[web.RouteDef]:
+def oauth_routes(calendar: CalendarFeature, *, notify: Notify | None = None) -> list[web.RouteDef]:
     """Google's redirect endpoint, completing connections of this calendar. ``notify``
-    tells the person in Telegram that it worked; ``on_connected`` may start the first
-    sync at once."""
-    complete = connection_completer(calendar, notify=notify, on_connected=on_connected)
+    asks the person in Telegram to confirm the account."""
+    complete = connection_completer(calendar, notify=notify)
     return make_oauth_routes(complete, redirect_url=calendar.redirect_url)
 
 

@@ -32,8 +32,10 @@ from memory.formation import FormationService
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
+from memory.reply_ports import ErasureResidue
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
+from memory.search.recent import RecentLeg
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics
 from runtime.builders import build_embedder, build_llm, build_semantic_index
@@ -107,6 +109,8 @@ async def build_services(
             retrieval or RetrievalConfig(),
             extra_legs=legs,
             on_access=store.record_access,
+            # What was said minutes ago counts at once (DESIGN.md §6.6).
+            recent=RecentLeg(MongoJournal(mongo.db), embedder),
         )
     except BaseException:
         if semantic is not None:
@@ -182,8 +186,10 @@ def build_assistant(
     *,
     bot_username: str = "alfred",
     after_message: AfterMessage | None = None,
+    residue: ErasureResidue | None = None,
 ) -> Assistant:
-    """The reply service, with the narrow bundle of ports it uses."""
+    """The reply service, with the narrow bundle of ports it uses (``residue``: what a
+    forget cleans outside the stores, see :mod:`runtime.erasure`)."""
     operations = MemoryOperations(
         facts=services.facts,
         writer=services.writer,
@@ -208,6 +214,7 @@ def build_assistant(
         flags=services.settings.flags,
         observer=ProcessMetrics(),
         calendar=CalendarForReply(services.calendar),
+        residue=residue,
     )
     return Assistant(
         deps,

@@ -21,6 +21,7 @@ from integrations.redis.queue import TRANSIENT_ERRORS as QUEUE_ERRORS
 from memory.admin_ports import Mem0Maintenance, QueueStats
 from memory.job_ports import JobErrors, JobQueue, ThreadLocks
 from runtime.bundle import Services
+from runtime.erasure import ErasureFiles
 from runtime.metrics import ProcessMetrics
 from runtime.settings import Settings
 from services.admin.context import AdminContext
@@ -93,6 +94,7 @@ def jobs_runtime(
         queue=queue,
         observer=ProcessMetrics(),
         errors=JOB_ERRORS,
+        quiet=services.journal,
     )
 
 
@@ -139,4 +141,5 @@ def admin_context(
         calendar=CalendarForPurge(services.calendar),
         queue=queue,
         queue_name=queue_name(services.settings),
+        residue=ErasureFiles(services.settings.data_dir() / "spool", lambda: redis, services.mongo),
     )

@@ -3,7 +3,9 @@
 * :func:`process_request` — one outbox request: under the thread's lock, form batch
   after batch while at least 4 user messages are unformed, close the session for a
   ``cold`` request, consolidate what is due, mark the request done.
-* :func:`cold_sessions` — every thread whose session went cold gets a ``cold`` request.
+* :func:`cold_sessions` — every thread whose session went cold gets a ``cold`` request,
+  and every quiet thread whose oldest unformed user message is 6 hours old a ``quiet``
+  one, formed however few messages it has (nothing waits forever, DESIGN.md §5).
 * :func:`requeue_outbox` — open requests without a live job are queued again, and jobs
   orphaned by a killed worker are released so another worker re-runs them.
 
@@ -29,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memory.consolidation import ConsolidationService
-from memory.constants import FORMATION_MIN_MESSAGES
+from memory.constants import FORMATION_MIN_MESSAGES, FORMATION_QUIET_AFTER_SECONDS
 from memory.errors import RateLimited
 from memory.formation import FormationFailed, FormationReport, FormationService
 from memory.job_ports import (
@@ -42,6 +44,7 @@ from memory.job_ports import (
     Lease,
     LockBusy,
     Outbox,
+    QuietThreads,
     RequestKind,
     RequestStatus,
     ThreadLocks,
@@ -102,6 +105,8 @@ class JobsRuntime:
     errors: JobErrors
     queue: JobQueue | None = None
     observer: FormationObserver | None = None
+    #: Finds threads whose few unformed messages waited too long; None: no such sweep.
+    quiet: QuietThreads | None = None
 
     def transient_delay(self, exc: BaseException, job_try: int) -> float | None:
         """The back-off for a retryable failure of one of these duties, or None."""
@@ -258,8 +263,15 @@ async def _run_locked(
     rt: JobsRuntime, request: FormationRequest, lease: Lease, deadline: float | None
 ) -> RequestOutcome:
     outcome = RequestOutcome(request.id, request.thread_id, request.kind.value, "done")
+    # A quiet thread is formed down to its last user message: it waited long enough.
+    least = 1 if request.kind is RequestKind.QUIET else FORMATION_MIN_MESSAGES
     outcome.backlog = await form_backlog(
-        rt.formation, request.thread_id, lease, deadline=deadline, observer=rt.observer
+        rt.formation,
+        request.thread_id,
+        lease,
+        min_messages=least,
+        deadline=deadline,
+        observer=rt.observer,
     )
     if outcome.backlog.more_left:
         # The request stays open: the same job runs again (crash-safe, nothing to hand over).
@@ -314,6 +326,8 @@ class ColdReport:
     """Cold threads found, and what happened to each request."""
 
     cold: int = 0
+    #: Quiet threads whose oldest unformed user message waited 6 hours.
+    quiet: int = 0
     queued: list[str] = field(default_factory=list)
     processed: list[dict[str, Any]] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
@@ -329,18 +343,33 @@ async def cold_sessions(rt: JobsRuntime, now: datetime | None = None) -> ColdRep
         request, _ = await rt.outbox.request(
             thread.id, RequestKind.COLD, now, session_id=session_id
         )
-        if rt.queue is not None:
-            if await _enqueue(rt, request.id, request.status):
-                report.queued.append(request.id)
-            continue
-        try:
-            outcome = await process_request(rt, request.id)
-        except (LockBusy, Transient) as exc:
-            log.warning("cold session of thread %s left for later: %s", thread.id, exc)
-            report.deferred.append(request.id)
-        else:
-            report.processed.append(outcome.as_dict())
+        await _run_or_queue(rt, request, report)
+    if rt.quiet is not None:
+        cutoff = now - timedelta(seconds=FORMATION_QUIET_AFTER_SECONDS)
+        for thread_id in await rt.quiet.quiet_threads(cutoff):
+            if not await rt.formation.may_form(thread_id):
+                continue  # memory is off there: its messages wait, unrequested
+            report.quiet += 1
+            request, _ = await rt.outbox.request(thread_id, RequestKind.QUIET, now)
+            await _run_or_queue(rt, request, report)
     return report
+
+
+async def _run_or_queue(rt: JobsRuntime, request: FormationRequest, report: ColdReport) -> None:
+    """Queue a cron's request (or, with no queue, run it here)."""
+    if rt.queue is not None:
+        if await _enqueue(rt, request.id, request.status):
+            report.queued.append(request.id)
+        return
+    try:
+        outcome = await process_request(rt, request.id)
+    except (LockBusy, Transient) as exc:
+        log.warning(
+            "%s request of thread %s left for later: %s", request.kind, request.thread_id, exc
+        )
+        report.deferred.append(request.id)
+    else:
+        report.processed.append(outcome.as_dict())
 
 
 @dataclass

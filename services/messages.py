@@ -53,6 +53,9 @@ class Incoming:
     #: answers go back into it. Topics share the group's members, so privacy treats
     #: the whole group as one thread.
     topic_id: int | None = None
+    #: The text of Alfred's message this one is a Telegram reply to, if it is one: a
+    #: reply to a question answers that question (within its time to live).
+    reply_to_bot_text: str | None = None
 
     @property
     def is_group(self) -> bool:
@@ -67,6 +70,21 @@ class Outgoing:
     text: str
     reply_to_message_id: int | None = None
     meta: dict[str, object] = field(default_factory=dict)
+
+
+#: The reaction that quietly acknowledges a request Alfred acted on without being
+#: addressed (one of the emoji Telegram lets bots react with).
+ACK_REACTION = "\N{THUMBS UP SIGN}"
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """A reaction to set on a user's message (Telegram ``setMessageReaction``): how Alfred
+    says "done" in a group where nobody talked to it, without adding a message."""
+
+    chat_id: int
+    message_id: int
+    emoji: str = ACK_REACTION
 
 
 def split_for_telegram(text: str, limit: int = TELEGRAM_MAX_TEXT) -> list[str]:

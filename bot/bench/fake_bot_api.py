@@ -2,7 +2,8 @@
 
 Why not the tests' fake (``tests/helpers/fake_telegram.py``): the test package is not
 installed with Alfred, and the benchmark needs only what a polling bot calls at start
-and while answering text (``getMe``, ``deleteWebhook``, ``getUpdates``, ``sendMessage``).
+and while answering text (``getMe``, ``deleteWebhook``, ``getUpdates``, ``sendMessage``,
+``setMessageReaction``).
 It records when each message was sent, per chat; it does not rate-limit (the bot's own
 limiter applies Telegram's limits, and that is what the benchmark measures).
 """
@@ -42,6 +43,7 @@ class FakeBotApi:
         self.bot = {"id": 7000000099, "is_bot": True, "first_name": "Alfred"}
         self.bot["username"] = bot_username
         self.sent: list[Sent] = []
+        self.reactions: list[tuple[int, int]] = []  # (chat_id, message_id)
         self._pending: list[JSON] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
@@ -145,6 +147,9 @@ class FakeBotApi:
             chat = {"id": chat_id, "type": "group" if chat_id < 0 else "private"}
             message = {"message_id": next(self._message_ids), "date": int(time.time())}
             return self._ok({**message, "chat": chat, "from": self.bot, "text": params["text"]})
+        if method == "setmessagereaction":  # a quiet acknowledgement in a group
+            self.reactions.append((int(params["chat_id"]), int(params["message_id"])))
+            return self._ok(True)
         return web.json_response(
             {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
         )

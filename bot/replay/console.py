@@ -111,10 +111,14 @@ class ChatConsole:
                 "probe", {"as": self.who, "in": self.where, "query": text}
             )
             self._show_probe(obj["probe"])
-        replies = await self.replay.say(self.who, self.where, text)
+        said = await self.replay.say(self.who, self.where, text)
+        replies = [o for o in said if "reply" in o]
+        for obj in said:
+            if "reaction" in obj:
+                self.out.print(f"[dim](Alfred reacted {obj['reaction']['emoji']}: done)[/]")
         for reply in replies:
             self.out.print(f"[bold green]Alfred[/]: {escape(reply['reply']['text'])}")
-        if not replies and self.where.startswith("group:"):
+        if not said and self.where.startswith("group:"):
             self.out.print(
                 "[dim](Alfred read it but was not addressed: mention @alfred to talk)[/]"
             )

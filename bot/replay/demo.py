@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from bot.replay.world import data_folder, parse_script, replay_world
+from bot.replay.script import parse_script
+from bot.replay.world import data_folder, replay_world
 from runtime.settings import Settings
 
 console = Console(highlight=False)
@@ -30,6 +31,11 @@ def _show(obj: dict[str, Any]) -> None:
     if kind == "reply":
         console.print(
             f"    [bold green]Alfred[/] → {value['to']} ({value['in']}): {escape(value['text'])}"
+        )
+    elif kind == "reaction":
+        console.print(
+            f"    [bold green]Alfred[/] reacts {value['emoji']} to {value['to']}'s message "
+            f"({value['in']}): stored, quietly"
         )
     elif kind == "probe":
         status = "searched" if value["retrieved"] else "no search needed"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.replay.world import ScriptError, data_folder, parse_script, run_script
+from bot.replay.script import ScriptError, parse_script
+from bot.replay.world import data_folder, run_script
 from runtime.settings import Settings
 
 
@@ -28,6 +29,8 @@ def pretty(obj: dict[str, Any]) -> str:
             for m in value["memories"]
         ]
         return "\n".join([head, *rows] if rows else [head, "    (no facts)"])
+    if kind == "reaction":
+        return f"[{value['in']}] Alfred reacts {value['emoji']} to {value['to']}'s message"
     if kind == "job":
         return f"[job] {value['name']}: {value['status']}"
     if kind == "dump":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from redis.asyncio import Redis
+
 from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import JobQueue
 from jobs.config import queue_name
@@ -34,6 +36,9 @@ class ReplayJobs:
     async def drain(self, now: datetime) -> list[tuple[str, str]]:
         await run_due_crons(self.s, now, redis=self.redis)
         return await drain(self.s, self.redis)
+
+    def redis_client(self) -> Redis:
+        return self.redis.client
 
     async def aclose(self) -> None:
         await self.queue.close()

@@ -1,8 +1,9 @@
 """A Bot API that never leaves the process, for replay, the console and the demo.
 
 PTB talks to Telegram through a ``BaseRequest``; this one answers ``getMe`` as the bot
-``alfred`` and records ``sendMessage`` calls instead of sending them, so the real
-application, handlers and rate limiter run with no network and no token.
+``alfred`` and records ``sendMessage`` and ``setMessageReaction`` calls instead of
+sending them, so the real application, handlers and rate limiter run with no network
+and no token.
 """
 
 from __future__ import annotations
@@ -27,11 +28,21 @@ class SentMessage:
 
 
 @dataclass
+class SetReaction:
+    """A reaction the bot set on a message (``setMessageReaction``)."""
+
+    chat_id: int
+    message_id: int
+    emoji: str
+
+
+@dataclass
 class OfflineBotAPI(BaseRequest):
     """Answers the Bot API methods the application uses; records what the bot sends."""
 
     username: str = "alfred"
     sent: list[SentMessage] = field(default_factory=list)
+    reactions: list[SetReaction] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
     def __post_init__(self) -> None:
@@ -95,6 +106,19 @@ class OfflineBotAPI(BaseRequest):
                 "from": self.bot_user(),
                 "text": str(params.get("text", "")),
             }
+        elif name == "setMessageReaction":
+            kinds = params.get("reaction") or []
+            if isinstance(kinds, str):
+                kinds = json.loads(kinds)
+            for kind in kinds:
+                self.reactions.append(
+                    SetReaction(
+                        chat_id=int(params["chat_id"]),
+                        message_id=int(params["message_id"]),
+                        emoji=str(kind.get("emoji", "")),
+                    )
+                )
+            result = True
         elif name in ("getUpdates",):
             result = []
         else:
@@ -104,4 +128,9 @@ class OfflineBotAPI(BaseRequest):
     def take(self) -> list[SentMessage]:
         """What was sent since the last call."""
         out, self.sent = self.sent, []
+        return out
+
+    def take_reactions(self) -> list[SetReaction]:
+        """The reactions set since the last call."""
+        out, self.reactions = self.reactions, []
         return out

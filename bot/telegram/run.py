@@ -35,6 +35,7 @@ from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
 from migrations import MigrationContext, migrate
 from runtime.container import build_assistant, build_services
+from runtime.erasure import ErasureFiles
 from runtime.health import add_health_routes, start_health_server
 from runtime.metrics import watch_services
 from runtime.settings import Settings
@@ -98,8 +99,15 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                     settings.metrics_port,
                     exc.strerror,
                 )
-        assistant = build_assistant(services, after_message=background.after_message)
         spool = Spool(settings.data_dir() / "spool" / "updates.jsonl")
+        residue = ErasureFiles(
+            spool.path.parent,
+            lambda: background.redis.client if background.redis else None,
+            services.mongo,
+        )
+        assistant = build_assistant(
+            services, after_message=background.after_message, residue=residue
+        )
         application = build_application(
             settings.telegram_bot_token.get_secret_value(),
             assistant,

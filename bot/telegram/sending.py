@@ -1,16 +1,17 @@
 """How Alfred's answers reach Telegram: cut to the size Telegram accepts, into the
-asker's forum topic, and to the new chat when a group has just become a supergroup."""
+asker's forum topic, and to the new chat when a group has just become a supergroup;
+quiet acknowledgements as reactions."""
 
 from __future__ import annotations
 
 import logging
 
-from telegram import Update
-from telegram.error import ChatMigrated
+from telegram import ReactionTypeEmoji, Update
+from telegram.error import ChatMigrated, TelegramError
 from telegram.ext import ContextTypes
 
 from bot.telegram.updates import anonymous_and_addressed, bot_handle
-from services.messages import split_for_telegram
+from services.messages import Reaction, split_for_telegram
 from services.reply.assistant import Assistant
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,19 @@ class Replier:
                     log.exception("moving circle %s to %s failed", chat_id, exc.new_chat_id)
                 chat_id, reply_to = exc.new_chat_id, None
                 await context.bot.send_message(chat_id=chat_id, text=part)
+
+    async def react(self, context: ContextTypes.DEFAULT_TYPE, reaction: Reaction) -> None:
+        """Set a reaction on a user's message (a quiet acknowledgement). What it
+        acknowledges is already stored, so a chat that refuses reactions (an admin
+        restricted them) costs only the acknowledgement: logged, never raised."""
+        try:
+            await context.bot.set_message_reaction(
+                chat_id=reaction.chat_id,
+                message_id=reaction.message_id,
+                reaction=[ReactionTypeEmoji(reaction.emoji)],
+            )
+        except TelegramError as exc:
+            log.info("reaction in chat %s not set: %s", reaction.chat_id, type(exc).__name__)
 
     async def refuse_anonymous(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Say why a message with no person behind it that talks to Alfred gets no answer."""

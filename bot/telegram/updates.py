@@ -75,6 +75,15 @@ def addressed_to_bot(message: Message, bot_id: int, bot_username: str) -> bool:
     return False
 
 
+def replied_bot_text(message: Message, bot_id: int) -> str | None:
+    """The text of the bot's message ``message`` replies to (Telegram's
+    ``reply_to_message``), or ``None`` when it is not a reply to the bot."""
+    replied = message.reply_to_message
+    if replied is None or replied.from_user is None or replied.from_user.id != bot_id:
+        return None
+    return safe_text(replied.text or replied.caption or "")
+
+
 def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | None:
     message = update.effective_message
     chat = update.effective_chat
@@ -101,6 +110,7 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
         update_id=update.update_id,
         kind=kind,
         topic_id=message.message_thread_id if message.is_topic_message else None,
+        reply_to_bot_text=replied_bot_text(message, bot_id),
     )
 
 

@@ -107,9 +107,9 @@ def make_oauth_routes(
             )
         return _page(
             200,
-            "Calendar connected",
-            "Your Google Calendar is connected to Alfred. You can close this page and go "
-            "back to Telegram.",
+            "Almost done",
+            "Go back to Telegram: Alfred asks you there to confirm which Google account you "
+            "signed in with, and reads nothing from your calendar until you do.",
         )
 
     return [web.get(oauth_path(redirect_url), redirect)]

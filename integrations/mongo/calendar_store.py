@@ -92,22 +92,23 @@ class MongoCalendarStore:
             return None
         return str(doc["pending"]["verifier"])
 
-    async def save_connected(self, user_id: str, tokens: str, now: datetime) -> None:
-        """A fresh connection: new tokens, sync from scratch, nobody else may add events
-        unless the person had said so before."""
+    async def save_unconfirmed(self, user_id: str, tokens: str, now: datetime) -> None:
+        """A fresh connection, held until the person confirms the Google account: new
+        tokens, sync from scratch once confirmed, nobody else may add events unless the
+        person had said so before. Not due for a sync (``next_sync_at`` unset)."""
         await upsert(
             self._conn,
             {"_id": user_id},
             {
                 "$set": {
-                    "status": "connected",
+                    "status": "unconfirmed",
                     "tokens": tokens,
                     "sync_token": None,
                     "page_token": None,
                     "full_sync": True,
                     "notified_revoked": False,
-                    "connected_at": now,
-                    "next_sync_at": now,
+                    "connected_at": None,
+                    "next_sync_at": None,
                     "failures": 0,
                     "last_error": None,
                 },
@@ -115,6 +116,14 @@ class MongoCalendarStore:
                 "$setOnInsert": {"created_at": now, "allow_others_to_create": False},
             },
         )
+
+    async def confirm(self, user_id: str, now: datetime) -> bool:
+        """The person confirmed the account: connected, and due for the first sync now."""
+        result = await self._conn.update_one(
+            {"_id": user_id, "status": "unconfirmed", "tokens": {"$ne": None}},
+            {"$set": {"status": "connected", "connected_at": now, "next_sync_at": now}},
+        )
+        return result.modified_count == 1
 
     async def save_tokens(self, user_id: str, tokens: str) -> None:
         """Store refreshed tokens (only while still connected)."""

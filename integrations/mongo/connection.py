@@ -143,3 +143,21 @@ async def connect_mongo(
             "or unset MONGODB_URI to use the embedded server",
         ) from None
     return handle
+
+
+#: The embedded server's command that drops oplog entries past its cap (SecantusDB).
+PRUNE_OPLOG: Final = "secantusAdmin.pruneOplog"
+
+
+async def prune_oplog(handle: MongoHandle) -> int:
+    """Have the embedded server drop the oplog entries past its cap now, rather than at
+    its next periodic sweep (after an erase the oplog still holds what was deleted).
+    A configured MongoDB is left alone (its oplog is the operator's, docs/privacy.md);
+    returns the entries dropped."""
+    if handle.mode is not Mode.EMBEDDED:
+        return 0
+    try:
+        answer = await handle.client.admin.command(PRUNE_OPLOG)
+    except PyMongoError:
+        return 0
+    return int(answer.get("pruned", 0) or 0)

@@ -147,6 +147,24 @@ class MongoFactStore:
         await self._bump(Partition.from_fields(doc))
         return True
 
+    async def set_pinned(self, fact_ids: Sequence[str], pinned: bool) -> int:
+        """Pin or unpin current facts. Their partitions' versions are bumped so every
+        cached scope index reloads them (ranking reads the flag)."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return 0
+        wanted = {"_id": {"$in": ids}, "current": True, "pinned": {"$ne": pinned}}
+        docs = await self._facts.find(wanted, projection=NO_EMBEDDING).to_list(None)
+        if not docs:
+            return 0
+        result = await self._facts.update_many(
+            {**wanted, "_id": {"$in": [d["_id"] for d in docs]}},
+            {"$set": {"pinned": pinned}, "$inc": {"rev": 1}},
+        )
+        for partition in {Partition.from_fields(d) for d in docs}:
+            await self._bump(partition)
+        return int(result.modified_count)
+
     async def set_embedding(self, fact_id: str, embedding: Sequence[float], model: str) -> bool:
         """Replace a fact's vector (re-embedding after a model switch)."""
         doc = await self._facts.find_one_and_update(

@@ -12,7 +12,7 @@ from pymongo.errors import DuplicateKeyError
 
 from integrations.mongo.codec import message_from_doc, message_to_doc
 from memory.constants import MESSAGES
-from memory.models import Message, Viewer
+from memory.models import Message, Role, Viewer
 from memory.privacy import and_visible
 
 Document = dict[str, Any]
@@ -52,6 +52,25 @@ class MongoJournal:
             .limit(limit)
         )
         return [message_from_doc(d) async for d in cursor]
+
+    async def quiet_threads(self, older_than: datetime, *, limit: int = 500) -> list[str]:
+        """Threads with an unformed user message written at or before ``older_than``
+        (set-aside ones wait for an operator): formed however few messages they have."""
+        pipeline: list[Document] = [
+            {
+                "$match": {
+                    "formed": False,
+                    "set_aside": {"$ne": True},
+                    "role": Role.USER.value,
+                    "created_at": {"$lte": older_than},
+                }
+            },
+            {"$group": {"_id": "$thread_id"}},
+            {"$sort": {"_id": 1}},
+            {"$limit": limit},
+        ]
+        cursor = await self._messages.aggregate(pipeline)
+        return [str(d["_id"]) async for d in cursor]
 
     async def count_unformed(self, thread_id: str) -> int:
         return await self._messages.count_documents({"thread_id": thread_id, "formed": False})
@@ -123,6 +142,16 @@ class MongoJournal:
             .limit(limit)
         )
         return list(reversed([message_from_doc(d) async for d in cursor]))
+
+    async def unformed_visible(self, viewer: Viewer, *, limit: int) -> list[Message]:
+        """The newest user messages ``viewer`` may see that formation has not reached
+        yet (the recent-messages retrieval leg), the privacy filter inside the query.
+        What an explicit request already stored (``handled``) is a fact already."""
+        query = and_visible(
+            viewer, {"formed": False, "role": Role.USER.value, "handled": {"$ne": True}}
+        )
+        cursor = self._messages.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
+        return [message_from_doc(d) async for d in cursor]
 
     async def recent_by_user(self, user_id: str, *, limit: int = 500) -> list[Message]:
         """A user's latest messages and Alfred's replies to them, for the forget cascade

@@ -191,6 +191,22 @@ class MongoNotes:
             update["resolved_at"] = at
         await self._clarifications.update_one({"_id": clarification_id}, {"$set": update})
 
+    async def mark_clarification_asked(
+        self, clarification_id: str, *, thread_id: str, at: datetime, after_message: int | None
+    ) -> None:
+        """Bind an asked question to where and when it was asked."""
+        await self._clarifications.update_one(
+            {"_id": clarification_id},
+            {
+                "$set": {
+                    "status": "asked",
+                    "asked_thread_id": thread_id,
+                    "asked_at": at,
+                    "asked_after_message": after_message,
+                }
+            },
+        )
+
     # --- erasure and audit ----------------------------------------------------------
 
     async def delete_for_user(self, user_id: str) -> dict[str, int]:
@@ -250,6 +266,46 @@ class MongoNotes:
         )
         if doc:
             await self._bump(Partition.from_fields(doc))
+
+    async def all_visible(self, viewer: Viewer) -> tuple[list[Reflection], list[Consolidated]]:
+        """Every note (absorbed ones included, every scope) and summary the viewer may
+        see: what a targeted forget looks through."""
+        query = and_visible(viewer)
+        return (
+            [reflection_from_doc(d) async for d in self._reflections.find(query)],
+            [consolidated_from_doc(d) async for d in self._consolidated.find(query)],
+        )
+
+    async def rewrite_reflection(self, reflection_id: str, content: str) -> None:
+        """Replace a note's text (a forget took sentences out of it)."""
+        doc = await self._reflections.find_one_and_update(
+            {"_id": reflection_id}, {"$set": {"content": content}}
+        )
+        if doc:
+            await self._bump(Partition.from_fields(doc))
+
+    async def rewrite_blob(self, blob_id: str, content: str) -> None:
+        """Replace a summary's text (a forget took sentences out of it)."""
+        doc = await self._consolidated.find_one_and_update(
+            {"_id": blob_id}, {"$set": {"content": content}}
+        )
+        if doc:
+            await self._bump(Partition.from_fields(doc))
+
+    async def clarifications_for(
+        self, user_id: str, partition_keys: Sequence[str] = ()
+    ) -> list[Clarification]:
+        """Questions for a user or in their partitions, and any in ``partition_keys``."""
+        query: Document = {"$or": [{"user_id": user_id}, {"owner_user_id": user_id}]}
+        if partition_keys:
+            query["$or"].append({"pkey": {"$in": list(partition_keys)}})
+        return [clarification_from_doc(d) async for d in self._clarifications.find(query)]
+
+    async def delete_clarifications(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        result = await self._clarifications.delete_many({"_id": {"$in": list(ids)}})
+        return result.deleted_count
 
     async def all_for_audit(self) -> dict[str, list[Any]]:
         return {

@@ -8,7 +8,7 @@ it into the journal is always formed eventually.
 
 One document per request::
 
-    {_id: request_id, thread_id, kind: "form"|"cold", session_id, status, open,
+    {_id: request_id, thread_id, kind: "form"|"cold"|"quiet", session_id, status, open,
      created_at, queued_at, started_at, done_at, attempts, requeues, last_error, result}
 
 ``open`` is true while the request is ``pending`` or ``queued``; a unique partial index

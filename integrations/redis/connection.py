@@ -90,3 +90,15 @@ async def connect_redis(
             "or unset REDIS_URL to use the embedded server",
         ) from None
     return handle
+
+
+async def rewrite_append_only_file(client: Redis) -> bool:
+    """Ask Redis to rewrite its append-only file (``BGREWRITEAOF``) so it holds only the
+    keys that exist now, not the history of deleted ones. The server does it in the
+    background (or right after a rewrite already running); False when it refused
+    (append-only persistence off, or a managed server that disables the command)."""
+    try:
+        await client.bgrewriteaof()  # type: ignore[no-untyped-call]
+    except RedisError:
+        return False
+    return True

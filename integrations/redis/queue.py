@@ -15,7 +15,8 @@ from typing import Any, Final, cast
 
 from arq.connections import ArqRedis
 from arq.constants import health_check_key_suffix, in_progress_key_prefix, result_key_prefix
-from arq.jobs import Job, JobResult, JobStatus
+from arq.jobs import DeserializationError, Job, JobResult, JobStatus, deserialize_result
+from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import BusyLoadingError, RedisError
@@ -166,3 +167,21 @@ class JobQueue:
     async def close(self) -> None:
         if self._owns_pool:
             await self.pool.aclose()
+
+
+async def drop_results_naming(client: Redis, ids: set[str]) -> int:
+    """Delete the kept results of finished jobs whose arguments name one of ``ids``: an
+    ``export-user`` result holds that person's memories, text included, for arq's
+    keep-result time, and an erased person's words must not wait there."""
+    dropped = 0
+    async for key in client.scan_iter(match=result_key_prefix + "*", count=500):
+        raw = await client.get(key)
+        if raw is None:
+            continue
+        try:
+            info = deserialize_result(raw)
+        except DeserializationError:
+            continue
+        if any(str(arg) in ids for arg in (*info.args, *info.kwargs.values())):
+            dropped += int(await client.delete(key))
+    return dropped

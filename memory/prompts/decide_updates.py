@@ -16,11 +16,17 @@ class CandidateFact(BaseModel):
     content: str
     similarity: float
     new_index: int = Field(description="which new fact this candidate is similar to")
+    #: Not stored yet: a new fact from an earlier message of the same conversation. A
+    #: later message that changes it is the person correcting themselves.
+    earlier: bool = False
 
 
 class DecideUpdatesContext(BaseModel):
     new_facts: list[str]
     candidates: list[CandidateFact]
+    #: The person has just told Alfred these facts themselves ("remember that …", a
+    #: correction): a fact that changes an existing one replaces it, with no question.
+    explicit: bool = False
 
 
 class UpdateDecision(ResponseModel):
@@ -51,16 +57,29 @@ wording in content (at most 30 words, the newest information wins).
 - NONE: it is already known; nothing changes.
 Set contradiction true when the new fact and the existing one cannot both be true \
 (a changed preference, a new address, a different name); the old fact is kept as history.
+A new value for the same thing ("Ann's sister is called Mia" after "Ann's sister is \
+called Lea", "Ann drives a red Polo" after "Ann drives a blue Golf") is an UPDATE with \
+contradiction true, never an ADD: only one value may stay current. An existing fact \
+marked "earlier" is from an earlier message of the same conversation: the later message \
+wins (the person corrected themselves).
 Answer with JSON only: {"decisions": [{"new_index", "action", "target_id", "content", \
 "contradiction"}]}, one decision per new fact."""
 
 
 def build(ctx: DecideUpdatesContext) -> list[PromptMessage]:
     lines = []
+    if ctx.explicit:
+        lines.append(
+            "The person has just told me these new facts themselves: where one changes an "
+            "existing fact, it replaces it (UPDATE)."
+        )
     for i, fact in enumerate(ctx.new_facts):
         lines.append(f"New fact {i}: {fact}")
         for cand in (c for c in ctx.candidates if c.new_index == i):
-            lines.append(f"  existing {cand.id} (similarity {cand.similarity:.2f}): {cand.content}")
+            mark = ", earlier" if cand.earlier else ""
+            lines.append(
+                f"  existing {cand.id} (similarity {cand.similarity:.2f}{mark}): {cand.content}"
+            )
     return [
         PromptMessage(role="system", content=SYSTEM),
         PromptMessage(role="user", content="\n".join(lines)),

@@ -55,6 +55,9 @@ names of close people; 3-5 everything else worth keeping; do not return trivia.
 - Lines weigh differently: trust user lines (weight 1.0) most; tool output (0.5) and \
 the assistant's own words (0.2) only when a user confirms them.
 - Skip greetings, small talk, questions, hypotheticals and anything already resolved.
+- When someone changes what they said earlier ("I work at the cinema" … "I mean the \
+museum"), extract both statements, each with its own source_message_ids: the later \
+message wins and the earlier is kept as history.
 - In a group thread, when someone says "my mom" and it is not clear whose mother is \
 meant, set ambiguous_reference to the phrase.
 - Write facts in English even when the conversation is in another language.

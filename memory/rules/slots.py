@@ -135,6 +135,20 @@ def _copula(text: str) -> Slot | None:
     return Slot(_key(subject), "is " + _key(match.group("o")), "", positive, False)
 
 
+def shares_slot(a: str, b: str) -> bool:
+    """Whether two facts talk about the same single-valued thing ("Ann lives in Oslo",
+    "Ann lives in Tromso"): then one may replace the other however far apart their
+    embeddings are (two city names can sit below the candidate similarity)."""
+    first, second = parse_slot(a), parse_slot(b)
+    return (
+        first is not None
+        and second is not None
+        and first.single
+        and first.subject == second.subject
+        and first.predicate == second.predicate
+    )
+
+
 def relate(new: Slot, old: Slot) -> Relation | None:
     """How a newer fact's slot relates to an older one's, or None if unrelated."""
     if new.subject != old.subject or new.predicate != old.predicate:

@@ -50,6 +50,7 @@ _PERSON = (
     r"|in-laws|mother-in-law|father-in-law|roommate|flatmate|teacher"
 )
 _PET = r"dog|cat|puppy|kitten|pet|horse|parrot|rabbit|bunny|hamster|fish|turtle|tortoise"
+PET = _PET
 HEDGE = re.compile(
     r"\b(?:if|maybe|might|perhaps|wish|would|could|should|hope|hopefully|pretend|imagine"
     r"|suppose|supposedly|kidding|joking|jk|think|guess|wonder|not\s+sure|probably)\b|\?",
@@ -91,9 +92,11 @@ class Rule:
     needs_date: bool = False
     needs_time: bool = False
     reject_states: bool = False
+    #: The clause must say when the thing recurs ("on the 1st", "every Thursday").
+    needs_recurrence: bool = False
 
 
-def _rule(
+def make_rule(
     name: str,
     pattern: str,
     category: Category,
@@ -103,17 +106,23 @@ def _rule(
     needs_date: bool = False,
     needs_time: bool = False,
     reject_states: bool = False,
+    needs_recurrence: bool = False,
 ) -> Rule:
+    """A :class:`Rule` with its pattern compiled case-insensitively."""
     return Rule(
         name,
         re.compile(pattern, re.IGNORECASE),
         category,
         importance,
-        check_object,
-        needs_date,
-        needs_time,
-        reject_states,
+        check_object=check_object,
+        needs_date=needs_date,
+        needs_time=needs_time,
+        reject_states=reject_states,
+        needs_recurrence=needs_recurrence,
     )
+
+
+_rule = make_rule
 
 
 _FACT, _REL, _CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT

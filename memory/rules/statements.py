@@ -15,6 +15,7 @@ from typing import Final
 from memory.constants import FACT_MAX_WORDS
 from memory.models import Category
 from memory.rules.dates import has_date, resolve_relative_dates
+from memory.rules.household_rules import HOUSEHOLD_RULES, claim, recurs
 from memory.rules.language import capitalise, content_terms, strip_end, word_count
 from memory.rules.person import Voice, to_third_person, uses_group
 from memory.rules.statement_rules import (
@@ -40,7 +41,8 @@ _CLAUSE_BREAK = re.compile(
 _SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
 _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
-    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not)\b"
+    r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not"
+    r"|don'?t\s+forget|remember|ok(?:ay)?|right|yeah|fyi)\b"
     r"|\s+[-–—]\s).*$",
     re.IGNORECASE | re.S,
 )
@@ -98,10 +100,12 @@ def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | Non
     """The fact a clause states, by the first rule that matches, or None."""
     if HEDGE.search(clause):
         return None
-    for rule in RULES:
-        match = rule.pattern.match(clause)
-        if match is None or not _conditions_hold(rule, match, clause):
+    claimed = claim(clause)
+    for rule, text in (*((r, clause) for r in RULES), *((r, claimed) for r in HOUSEHOLD_RULES)):
+        match = rule.pattern.match(text)
+        if match is None or not _conditions_hold(rule, match, text):
             continue
+        clause = text
         content = render(clause, voice, now)
         if word_count(content) > FACT_MAX_WORDS:
             return None
@@ -129,6 +133,8 @@ def _conditions_hold(rule: Rule, match: re.Match[str], clause: str) -> bool:
     if rule.needs_date and not (
         has_date(clause) or re.search(r"\b(?:today|tomorrow)\b", clause, re.I)
     ):
+        return False
+    if rule.needs_recurrence and not recurs(clause):
         return False
     return not (rule.needs_time and not (TIME_MARKER.search(clause) or has_date(clause)))
 

@@ -51,6 +51,7 @@ class AppSearch:
                     partition=f.partition,
                     reinforced_at=f.reinforced_at,
                     access_count=f.access_count,
+                    pinned=f.pinned,
                 )
         return out
 

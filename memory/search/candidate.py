@@ -20,6 +20,8 @@ class Candidate:
     partition: Partition
     reinforced_at: datetime
     access_count: int
+    #: Pinned memories do not fade: their recency stays at its maximum.
+    pinned: bool = False
 
 
 def candidate_of(fact: Fact) -> Candidate:
@@ -32,4 +34,5 @@ def candidate_of(fact: Fact) -> Candidate:
         partition=fact.partition,
         reinforced_at=fact.reinforced_at,
         access_count=fact.access_count,
+        pinned=fact.pinned,
     )

@@ -265,6 +265,8 @@ class MemorySignals:
     age_days: float
     importance: int = 5
     access_count: int = 0
+    #: Pinned (seed 001): the memory does not decay, so recency is always 1.
+    pinned: bool = False
 
 
 def strength_score(access_count: int, saturation: int = 10) -> float:
@@ -309,6 +311,12 @@ def blend(
     if not candidates:
         return {}
     top = max(max(signal.relevance for signal in candidates.values()), 0.0)
+    return _weighted_signals(candidates, config, top=top)
+
+
+def _weighted_signals(
+    candidates: Mapping[str, MemorySignals], config: BlendConfig, *, top: float
+) -> dict[str, float]:
     total = (
         config.relevance_weight
         + config.recency_weight
@@ -319,12 +327,16 @@ def blend(
     for doc_id, signal in candidates.items():
         relevance = max(0.0, signal.relevance) / top if top > 0 else 0.0
         strength = strength_score(signal.access_count, config.strength_saturation)
-        recency = recency_score(
-            signal.age_days,
-            config.half_life_days,
-            config.recency_floor,
-            strength=strength,
-            strength_half_life_boost=config.strength_half_life_boost,
+        recency = (
+            1.0
+            if signal.pinned
+            else recency_score(
+                signal.age_days,
+                config.half_life_days,
+                config.recency_floor,
+                strength=strength,
+                strength_half_life_boost=config.strength_half_life_boost,
+            )
         )
         out[doc_id] = (
             config.relevance_weight * min(1.0, relevance)
@@ -333,3 +345,74 @@ def blend(
             + config.strength_weight * strength
         ) / total
     return out
+
+
+# --- absolute relevance ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AbsoluteScale:
+    """A fixed, query-independent scale per leg (DESIGN.md §6.3), so a relevance means
+    the same for every query and a floor can drop unrelated memories.
+
+    Ranking keeps the per-query fusion above (measured better: recall@10 0.705 on the
+    LoCoMo dev set against at most 0.691 for any fixed scale of cosine and BM25 tried);
+    this scale gives each result its absolute relevance, which is the
+    score reported and what the relevance floor reads.
+
+    * dense (and mem0's similarity): cosine mapped linearly from ``dense_zero`` (0) to
+      ``dense_one`` (1), clipped: MiniLM puts unrelated sentences below 0.3 and close
+      paraphrases above 0.8.
+    * keyword: the share of the query's content terms (stemmed, stopwords dropped, as
+      BM25 reads them) that the memory contains. Raw BM25 is no scale: its idf depends on
+      how many memories the viewer has (a single memory matching "name" scores 0.29, the
+      same match among thousands about 5), so it ranks but cannot be compared.
+    """
+
+    dense_zero: float = 0.3
+    dense_one: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not self.dense_one > self.dense_zero:
+            raise ValueError("dense_one must be above dense_zero")
+
+    def dense(self, cosine: float) -> float:
+        return min(1.0, max(0.0, (cosine - self.dense_zero) / (self.dense_one - self.dense_zero)))
+
+    @staticmethod
+    def keyword(coverage: float) -> float:
+        return min(1.0, max(0.0, coverage)) if math.isfinite(coverage) else 0.0
+
+
+def absolute_relevance(
+    legs: Sequence[Mapping[str, float]],
+    kinds: Sequence[str],
+    weights: Sequence[float],
+    scale: AbsoluteScale = AbsoluteScale(),
+) -> dict[str, float]:
+    """Σ wᵢ · scaleᵢ(legᵢ(d)) / Σ wᵢ over the union of the legs' documents, in [0, 1].
+
+    ``kinds`` says how each leg's scores read: ``"keyword"`` (the share of the query's
+    terms the document holds, in [0, 1]) or anything else (a similarity in [-1, 1]). A leg
+    that did not return a document adds 0 for it.
+    """
+    if not (len(legs) == len(kinds) == len(weights)):
+        raise ValueError("one kind and one weight per leg")
+    total = float(sum(weights))
+    if total <= 0:
+        raise ValueError("at least one weight must be positive")
+    out: dict[str, float] = {}
+    for leg, kind, weight in zip(legs, kinds, weights, strict=True):
+        mapping = scale.keyword if kind == "keyword" else scale.dense
+        for doc_id, raw in leg.items():
+            out[doc_id] = out.get(doc_id, 0.0) + weight * mapping(raw) / total
+    return out
+
+
+def absolute_blend(
+    candidates: Mapping[str, MemorySignals], config: BlendConfig = BlendConfig()
+) -> dict[str, float]:
+    """:func:`blend` with each relevance taken as it is (absolute, already in [0, 1])
+    instead of divided by the best candidate's: the final score then means the same
+    for every query."""
+    return _weighted_signals(candidates, config, top=1.0)

@@ -85,6 +85,10 @@ def server_command(kind: Kind, paths: EmbeddedPaths, port: int, program: Path) -
             # The cost per write is one fsync (docs/scaling.md has the measured figures);
             # a chat bot writes a few documents per message, far below what that limits.
             "--sync-on-commit",
+            # The oplog (local.oplog.rs) keeps every write, text included, for change
+            # streams, which Alfred does not use: a one-entry oplog means an erased
+            # person's words are not kept there (pruned after each erase, runtime/erasure.py).
+            "--oplog-max-entries", "1",
         ]  # fmt: skip
     config = paths.server_dir / "valkey.conf"
     config.write_text(

@@ -14,6 +14,7 @@ from memory.admin_ports import (
     Mem0Maintenance,
     QueueStats,
 )
+from memory.reply_ports import ErasureResidue
 from services.admin.progress import ProgressReporter
 
 
@@ -32,3 +33,6 @@ class AdminContext:
     queue: QueueStats | None = None
     #: The queue's name (reported by ``stats`` even without a queue).
     queue_name: str = ""
+    #: What a purge cleans outside the stores (spool files here, kept job results, Redis's
+    #: append-only file, the embedded oplog): ``runtime.erasure``.
+    residue: ErasureResidue | None = None

@@ -15,6 +15,9 @@ step by step, in an order that makes an interrupted purge finish when run again:
 4. **formation requests** of their DM thread (ids only, but they name the thread);
 5. **directory**, last: their memberships, DM thread and user record. Because this
    goes last, a purge interrupted anywhere earlier still finds the user when re-run.
+   Then what lies outside the stores (``AdminContext.residue``, docs/privacy.md): their
+   spooled updates, kept job results naming them, Redis's append-only file rewritten,
+   the embedded oplog pruned.
 
 Every step is idempotent. A user with no directory entry and no record left is
 "nothing to purge" (not an error: re-running a finished purge must succeed).
@@ -132,7 +135,12 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
     await progress.advance()
 
     progress.phase = "purging: directory"
+    user = await s.directory.user(user_id)
     removed.update(await s.directory.delete_user(user_id))
+    if ctx.residue is not None:
+        # their spooled updates (on this host), kept job results such as an export, and
+        # the history Redis and the embedded database keep of what was just deleted
+        await ctx.residue.scrub(user.telegram_user_id if user else None, None, user_id)
     await progress.advance()
 
     # Anything still carrying the id (a message that arrived mid-purge) is reported,

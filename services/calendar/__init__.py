@@ -10,6 +10,8 @@ from services.calendar.commands import calendar_command
 from services.calendar.connect import (
     CONNECTED_NOTICE,
     complete_connect,
+    confirm_connect,
+    confirm_question,
     connection_completer,
     disconnect,
     finish_connect,
@@ -45,6 +47,8 @@ __all__ = [
     "SyncReport",
     "calendar_command",
     "complete_connect",
+    "confirm_connect",
+    "confirm_question",
     "connection_completer",
     "deliver_event",
     "disconnect",

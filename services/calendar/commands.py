@@ -3,6 +3,8 @@
 * in a group: connecting happens in a DM (the link is personal, and what Alfred learns
   from a calendar stays in that DM), so the group gets an explanation only;
 * ``/calendar`` in a DM: the status when connected, else a one-time consent link;
+* ``/calendar confirm``: yes, the Google account Alfred named is the right one (until
+  then nothing is read from it; ``/calendar`` asks again while it waits);
 * ``/calendar off``: disconnect, deleting the tokens (and revoking them at Google);
 * ``/calendar allow`` / ``/calendar deny``: whether the people of your circles may ask
   Alfred to add events to your calendar (default: no).
@@ -14,7 +16,12 @@ import logging
 
 from memory.errors import AlfredError, ConfigurationError
 from memory.models import ThreadKind, Viewer
-from services.calendar.connect import disconnect, start_connect
+from services.calendar.connect import (
+    confirm_connect,
+    disconnect,
+    pending_question,
+    start_connect,
+)
 from services.calendar.feature import CalendarFeature
 
 log = logging.getLogger(__name__)
@@ -25,6 +32,7 @@ IN_GROUP = (
 )
 USAGE = (
     "/calendar — connect your Google Calendar, or see its status\n"
+    "/calendar confirm — connect the account I asked you about after you signed in\n"
     "/calendar off — disconnect it and delete my access\n"
     "/calendar allow — let the people in your circles add events to it through me\n"
     "/calendar deny — only you can add events (the default)"
@@ -56,12 +64,16 @@ async def calendar_command(calendar: CalendarFeature, viewer: Viewer, args: str 
                     "calendar (in the group). Send /calendar deny to stop it."
                 )
             return "OK — only you can add events to your calendar through me."
-        if word not in ("", "connect", "status"):
+        if word not in ("", "connect", "status", "confirm", "yes"):
             return USAGE
         problem = calendar.problem()
         if problem is not None:
             return problem
+        if word in ("confirm", "yes"):
+            return await confirm_connect(calendar, viewer.user_id)
         connection = await calendar.store.get(viewer.user_id)
+        if connection is not None and connection.awaiting_confirmation and word != "connect":
+            return await pending_question(calendar, viewer.user_id)
         if connection is not None and connection.connected and word != "connect":
             return await _status(calendar, viewer.user_id)
         url = await start_connect(calendar, viewer.user_id)

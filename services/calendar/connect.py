@@ -5,8 +5,13 @@
    is kept (encrypted) with the nonce.
 2. Google redirects to Alfred's endpoint (``integrations.google.oauth_http``), which
    calls :func:`complete_connect`: the state is checked (signature, expiry), the nonce
-   is consumed (a link works once), the code is exchanged for tokens, the tokens are
-   stored encrypted for the user the state names, and the person is told in Telegram.
+   is consumed (a link works once), the code is exchanged for tokens, and the tokens are
+   stored encrypted for the user the state names, *unconfirmed*.
+3. The person is asked in their DM to confirm the Google account the tokens came from
+   ("Connect the calendar of carol@example.com?"): a link forwarded to, or completed by,
+   someone else would otherwise connect that other person's calendar without anyone
+   noticing. Nothing is read until ``/calendar confirm`` (:func:`confirm_connect`);
+   ``/calendar off`` drops the tokens instead.
 """
 
 from __future__ import annotations
@@ -33,10 +38,21 @@ CONNECTED_NOTICE = (
     "upcoming appointments), and that stays in our private chat. Send /calendar to see the "
     "options, or /calendar off to disconnect."
 )
+NOTHING_TO_CONFIRM = (
+    "There's no calendar waiting for your confirmation. Send /calendar to connect one."
+)
 
-#: Runs once a calendar is connected (e.g. starts the first sync at once).
-OnConnected = Callable[[str], Awaitable[None]]
 T = TypeVar("T")
+
+
+def confirm_question(email: str | None) -> str:
+    """The question asked once Google sent tokens back: which account, and how to say yes."""
+    account = f"the Google Calendar of {email}" if email else "the Google Calendar you just chose"
+    return (
+        f"Connect {account}? I won't read anything from it until you confirm.\n"
+        "Send /calendar confirm to connect it, or /calendar off if that isn't the account you "
+        "meant."
+    )
 
 
 def _require(calendar: CalendarFeature) -> TokenCipher:
@@ -88,47 +104,47 @@ async def finish_connect(calendar: CalendarFeature, state: str, code: str) -> st
     verifier = str(cipher.decrypt(sealed).get("v") or "") or None
     tokens = await calendar.google.exchange_code(code, verifier)
     sealed_tokens = calendar.encrypt_tokens(tokens)
-    await _saved(calendar.store.save_connected(claims.user_id, sealed_tokens, now))
-    log.info("calendar connected for a user")
+    await _saved(calendar.store.save_unconfirmed(claims.user_id, sealed_tokens, now))
+    log.info("calendar tokens received; waiting for the person to confirm the account")
     return claims.user_id
 
 
 async def complete_connect(
-    calendar: CalendarFeature,
-    state: str,
-    code: str,
-    *,
-    notify: Notify | None = None,
-    on_connected: OnConnected | None = None,
+    calendar: CalendarFeature, state: str, code: str, *, notify: Notify | None = None
 ) -> str:
-    """:func:`finish_connect`, then tell the person in Telegram that it worked and run
-    ``on_connected`` (neither failing undoes the connection)."""
+    """:func:`finish_connect`, then ask the person in Telegram to confirm the account (a
+    failed message does not undo anything: ``/calendar`` asks again)."""
     user_id = await finish_connect(calendar, state, code)
     if notify is not None:
         try:
-            await notify(user_id, CONNECTED_NOTICE)
+            await notify(user_id, await pending_question(calendar, user_id))
         except Exception as exc:
-            log.warning("could not confirm the calendar connection: %s", type(exc).__name__)
-    if on_connected is not None:
-        try:
-            await on_connected(user_id)
-        except Exception:
-            log.exception("first calendar sync could not start")
+            log.warning("could not ask to confirm the calendar: %s", type(exc).__name__)
     return user_id
 
 
+async def pending_question(calendar: CalendarFeature, user_id: str) -> str:
+    """The confirmation question for ``user_id``'s unconfirmed connection."""
+    connection = await calendar.store.get(user_id)
+    email = await calendar.account_email(connection) if connection is not None else None
+    return confirm_question(email)
+
+
+async def confirm_connect(calendar: CalendarFeature, user_id: str) -> str:
+    """``/calendar confirm``: the person recognised the account; syncing may start."""
+    if not await calendar.store.confirm(user_id, calendar.clock.now()):
+        return NOTHING_TO_CONFIRM
+    log.info("calendar connected for a user")
+    return CONNECTED_NOTICE
+
+
 def connection_completer(
-    calendar: CalendarFeature,
-    *,
-    notify: Notify | None = None,
-    on_connected: OnConnected | None = None,
+    calendar: CalendarFeature, *, notify: Notify | None = None
 ) -> Callable[[str, str], Awaitable[str]]:
     """:func:`complete_connect` bound to this calendar, as the redirect endpoint calls it."""
 
     async def complete(state: str, code: str) -> str:
-        return await complete_connect(
-            calendar, state, code, notify=notify, on_connected=on_connected
-        )
+        return await complete_connect(calendar, state, code, notify=notify)
 
     return complete
 

@@ -5,7 +5,9 @@ then, if Alfred is addressed (always in a DM; in a group when mentioned, replied
 named): answer a pending question, handle an explicit memory request (remember, correct,
 forget, recall, a standing directive), or reply with the chat model, given the
 always-in-context notes and the facts retrieval found, plus a ``search_memory`` tool
-that searches with the same privacy filter. Last, formation is triggered.
+that searches with the same privacy filter. In a group, an explicit "remember that …"
+is acted on even unaddressed, and acknowledged with a reaction instead of a reply. Last,
+formation is triggered.
 
 This module decides what a message leads to; :mod:`services.reply.conversation` builds
 the chat model's context, :mod:`services.reply.forgetting` answers forget and recall
@@ -18,16 +20,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memory.clarifications import short as short_answer
 from memory.errors import AlfredError, Unavailable
 from memory.flags import MemoryFlags
 from memory.ids import new_id
 from memory.models import (
     FORGET_CHOICE,
     Message,
-    Reflection,
-    ReflectionScope,
     Role,
     SessionTick,
     Thread,
@@ -35,12 +36,14 @@ from memory.models import (
     Viewer,
 )
 from memory.operations import FORGET_CHOICES_MAX, MemoryOperations, choice_answer
+from memory.pinning import Pinning
 from memory.prompts.common import Person
 from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
     ForgetAllIntent,
     ForgetIntent,
+    PinIntent,
     RecallIntent,
     RememberIntent,
     detect_ambiguous_reference,
@@ -48,10 +51,11 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, split_for_telegram
+from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
+from services.reply.directives import Directives
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
 
 log = logging.getLogger(__name__)
@@ -65,7 +69,6 @@ LLM_DOWN = (
 MEMORY_DOWN = "Sorry — my memory is unavailable right now. Please try again in a minute."
 NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
 NOT_RECALLING = "Memory recall is switched off here right now."
-ERASE_CONFIRMED = re.compile(r"^\s*yes\b.*\b(erase|delete|forget)\b", re.I)
 
 
 @dataclass
@@ -78,6 +81,8 @@ class Turn:
     #: Answered by an explicit operation (not the chat model): the message is marked
     #: handled in the journal, so formation never redoes or undoes what was done.
     handled: bool = False
+    #: Quiet acknowledgements: reactions set on the user's message instead of a reply.
+    reactions: list[Reaction] = field(default_factory=list)
 
 
 class Assistant:
@@ -98,6 +103,8 @@ class Assistant:
         self.conversation = Conversation(deps)
         self.forgetting = Forgetting(deps, membership)
         self.commands = ChatCommands(deps)
+        self.pinning = Pinning(deps.facts, deps.operations.embedder)
+        self.directives = Directives(deps)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -143,13 +150,81 @@ class Assistant:
                 addressed = True
             else:
                 await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
-        if not addressed:
+        erase = None
+        if viewer.user_id in tick.erase_pending_for - tick.choice_pending_for:
+            # Asked to confirm "forget everything": this message answers it, addressed or
+            # not; a confirmation erases, anything else cancels and Alfred says so.
+            erase = await self.d.directory.pop_pending_erase(thread.id, viewer.user_id)
+        cancelled = self.forgetting.settle_erase(erase, inc.text) if erase else None
+        if erase is not None and cancelled is None:
+            erased = await self.forgetting.erase(viewer, str(erase.get("target", "me")))
+            turn = Turn([Outgoing(inc.chat_id, erased, inc.message_id)], handled=True)
+            return await self._finish(inc, thread, viewer, turn)
+        if (
+            cancelled is None
+            and not addressed
+            and short_answer(inc.text) is not None
+            and self.flags.on_for(viewer)
+        ):
+            # "mine" said in the group right after Alfred asked whose "Mom" was meant:
+            # the asked person's next message answers, addressed or not.
+            answered = await self._answer_question(inc, viewer, speaker)
+            if answered is not None:
+                turn = Turn([Outgoing(inc.chat_id, answered, inc.message_id)], handled=True)
+                return await self._finish(inc, thread, viewer, turn)
+        quiet = cancelled is None and not addressed and self._explicit_request(viewer, intent)
+        if (
+            quiet
+            and isinstance(intent, RememberIntent)
+            and detect_ambiguous_reference(intent.payload, thread.kind) is not None
+        ):
+            addressed, quiet = True, False  # whose "Mom"? Asked like an addressed request
+        if quiet and isinstance(intent, RememberIntent):
+            turn = await self._remember_quietly(inc, thread, speaker, intent)
+            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+            await self._after(thread)
+            return turn
+        if cancelled is not None and not addressed:
+            turn = Turn([Outgoing(inc.chat_id, cancelled, inc.message_id)])
+        elif not addressed:
             await self._after(thread)
             return Turn([], addressed=False)
-        erase_pending = viewer.user_id in tick.erase_pending_for
-        turn = await self._respond(
-            inc, thread, viewer, speaker, intent, session_id, erase_pending=erase_pending
+        else:
+            choice_pending = viewer.user_id in tick.choice_pending_for
+            turn = await self._respond(
+                inc, thread, viewer, speaker, intent, session_id, erase_pending=choice_pending
+            )
+            if cancelled is not None:  # one message: the cancellation, then the answer
+                first = turn.replies[0] if turn.replies else None
+                text = f"{cancelled}\n\n{first.text}" if first else cancelled
+                head = Outgoing(inc.chat_id, text, inc.message_id, first.meta if first else {})
+                turn.replies[:1] = [head]
+        return await self._finish(inc, thread, viewer, turn)
+
+    async def _answer_question(self, inc: Incoming, viewer: Viewer, speaker: Person) -> str | None:
+        """The reply to an answer of Alfred's pending question, if this message is one."""
+        answered = await self.ops.answer(
+            viewer,
+            inc.text,
+            speaker=speaker,
+            message_id=inc.message_id,
+            journal_id=f"{inc.chat_id}:{inc.message_id}",
+            reply_to_text=inc.reply_to_bot_text,
         )
+        return answered.text if answered is not None else None
+
+    async def _ask_whose(
+        self, inc: Incoming, viewer: Viewer, statement: str, reference: str, question: str
+    ) -> None:
+        """Keep the statement until the person says whose ``reference`` is meant; nothing
+        is stored as anyone's meanwhile (the message is handled)."""
+        if self.flags.on_for(viewer) and self.flags.extraction:
+            await self.ops.clarifications.ask_whose(
+                viewer, statement, reference, question, inc.message_id
+            )
+
+    async def _finish(self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn) -> Turn:
+        """Mark what was handled, journal the replies, trigger formation."""
         if turn.handled:
             await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
         if thread.kind is ThreadKind.DM and self.flags.calendar:
@@ -161,6 +236,22 @@ class Assistant:
         await self._after(thread)
         turn.addressed = True
         return turn
+
+    def _explicit_request(self, viewer: Viewer, intent: object) -> bool:
+        """An explicit "remember that …" (or "don't forget …", "keep in mind …", "note
+        that …") where memory may store: acted on in a group even when nobody addressed
+        Alfred, since a request said in front of it must not wait for the background (or
+        be lost when the thread stays too short to form)."""
+        flags = self.flags
+        return isinstance(intent, RememberIntent) and flags.on_for(viewer) and flags.extraction
+
+    async def _remember_quietly(
+        self, inc: Incoming, thread: Thread, speaker: Person, intent: RememberIntent
+    ) -> Turn:
+        """Store an unaddressed request at once and acknowledge it with a reaction: a
+        "Got it" message in a conversation among people would interrupt it."""
+        await self.ops.remember(thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}")
+        return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
@@ -236,15 +327,13 @@ class Assistant:
             if chosen is not None:
                 return say(chosen)
             # not an answer: the question lapses and the message is handled as any other
-        elif pending_erase is not None and ERASE_CONFIRMED.match(strip_addressing(inc.text)):
-            return say(await self.forgetting.erase(viewer, str(pending_erase.get("target", "me"))))
 
         flags = self.flags
         memory_on = flags.on_for(viewer)
-        if memory_on and flags.conflicts:
-            answered = await self.ops.answer(viewer, inc.text)
+        if memory_on:
+            answered = await self._answer_question(inc, viewer, speaker)
             if answered is not None:
-                return say(answered.text)
+                return say(answered)
 
         if isinstance(intent, ForgetAllIntent):
             if intent.target == "us" and thread.kind is not ThreadKind.GROUP:
@@ -257,42 +346,64 @@ class Assistant:
             target = intent.target or await self.forgetting.previous_text(thread, viewer)
             if not target:
                 return say('What should I forget? Tell me, e.g. "forget that I like jazz".')
-            result = await self.ops.forget(viewer, target)
+            dropped = await self.directives.forget(viewer, target)
+            if dropped is not None:  # "forget that I don't want emojis": an instruction
+                return say(dropped, journal_text="[an instruction was forgotten]")
+            result = await self.forgetting.forget(inc, viewer, target)
             if result.choices:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
                 return Turn(asked, handled=True)
             return say(result.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
-        storing = isinstance(intent, RememberIntent | CorrectionIntent | DirectiveIntent)
+        storing = isinstance(intent, RememberIntent | CorrectionIntent) or (
+            isinstance(intent, DirectiveIntent) and not intent.revoke
+        )
         if storing and not (memory_on and flags.extraction):
             return say(NOT_STORING)
         if isinstance(intent, RecallIntent):
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)
-            return say(await self.forgetting.recall(viewer, intent.target))
+            mine = await self.directives.standing(viewer) if intent.target == "me" else []
+            return say(await self.forgetting.recall(viewer, intent.target, mine))
+        if isinstance(intent, PinIntent):
+            if not memory_on:
+                return say(NOT_RECALLING)
+            named = [intent.target] if intent.target else await self._just_said(thread, viewer)
+            return say((await self.pinning.pin(viewer, named, intent.pinned)).text)
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
             if reference is not None:
-                return say(
+                question = (
                     f'Just to be sure — when you say "{reference}", whose do you mean? '
-                    'Tell me again with a name (e.g. "remember that my mom\'s birthday is …").'
+                    'Reply "mine", or with a name.'
                 )
+                await self._ask_whose(inc, viewer, intent.payload, reference, question)
+                return say(question)
             result = await self.ops.remember(
                 thread, speaker, intent.payload, f"{inc.chat_id}:{inc.message_id}"
             )
             return say(result.text)
         if isinstance(intent, CorrectionIntent):
             result = await self.ops.correct(
-                viewer, speaker, intent.statement, intent.negated, f"{inc.chat_id}:{inc.message_id}"
+                viewer,
+                speaker,
+                intent.statement,
+                intent.negated,
+                f"{inc.chat_id}:{inc.message_id}",
+                old_value=intent.old_value,
+                new_value=intent.new_value,
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
-            await self._directive(thread, viewer, intent)
-            return say(f"Understood — I'll {self._directive_echo(intent)}.")
+            source = f"{inc.chat_id}:{inc.message_id}"
+            return say(await self.directives.give(thread, viewer, speaker, intent, source))
         if thread.kind is ThreadKind.GROUP:
             reference = detect_ambiguous_reference(inc.text, thread.kind)
             if reference is not None and not inc.text.rstrip().endswith("?"):
-                return say(f'Just to be sure — when you say "{reference}", whose do you mean?')
+                question = f'Just to be sure — when you say "{reference}", whose do you mean?'
+                statement = strip_addressing(inc.text)
+                await self._ask_whose(inc, viewer, statement, reference, question)
+                return say(question)
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
         return Turn(
             [
@@ -302,20 +413,10 @@ class Assistant:
             retrieved=answer.retrieved,
         )
 
-    async def _directive(self, thread: Thread, viewer: Viewer, intent: DirectiveIntent) -> None:
-        reflection = Reflection(
-            id=new_id(),
-            content=intent.instruction[:300],
-            scope=ReflectionScope.USER,
-            partition=thread.partition_for(viewer.user_id),
-            thread_id=thread.id,
-            created_at=self.d.clock.now(),
-        )
-        await self.d.notes.add_reflection(reflection)
-
-    @staticmethod
-    def _directive_echo(intent: DirectiveIntent) -> str:
-        text = intent.instruction.strip().rstrip(".!")
-        text = re.sub(r"^(please\s+)?", "", text, flags=re.I)
-        text = re.sub(r"\byour\b", "my", text, flags=re.I)
-        return text[0].lower() + text[1:] if text else "do that"
+    async def _just_said(self, thread: Thread, viewer: Viewer) -> list[str]:
+        """What "pin that" points at: the person's previous message here, then Alfred's
+        last answer (e.g. "what's the wifi password?" → "It's …" → "pin that")."""
+        recent = await self.d.journal.recent(thread.id, limit=10)
+        mine = [m.text for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
+        ours = [m.text for m in recent if m.role is Role.AGENT]
+        return [*mine[-2:-1], *ours[-1:]]

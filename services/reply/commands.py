@@ -22,7 +22,7 @@ Things you can say:
 • "actually, I'm not vegetarian anymore" (I'll update what I know)
 • "what do you remember about me?" / "… about us?"
 • "forget that I like jazz" / "forget everything about me"
-• "always keep your answers short"
+• "always keep your answers short" / "no emojis" (and "you can use emojis again")
 
 Commands: /start, /help, /status, /calendar"""
 

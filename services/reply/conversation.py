@@ -124,7 +124,9 @@ class Conversation:
         flags = d.flags()
         memory_on = flags.on_for(viewer)
         question = (
-            await d.operations.question_for(viewer) if memory_on and flags.conflicts else None
+            await d.operations.question_for(viewer, after_message=inc.message_id)
+            if memory_on and flags.conflicts
+            else None
         )
         lookups = TurnLookups(d.directory)
         memory = await self.context_for(viewer, inc.text, session_id, lookups=lookups)

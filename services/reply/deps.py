@@ -11,7 +11,7 @@ from memory.flags import MemoryFlags
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock
-from memory.reply_ports import CalendarAccess, ReplyObserver
+from memory.reply_ports import CalendarAccess, ErasureResidue, ReplyObserver
 from memory.retrieval import Retriever
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
 
@@ -34,3 +34,6 @@ class ReplyDeps:
     observer: ReplyObserver
     #: Always there: with calendars not set up it offers no tools and says so.
     calendar: CalendarAccess
+    #: Spool files and Redis's append-only file, cleaned after a forget (None: no data
+    #: folder and no Redis, as in a bare test world).
+    residue: ErasureResidue | None = None

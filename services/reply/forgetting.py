@@ -7,20 +7,43 @@ feature flags say; what they quote is redacted from the journal once it is answe
 
 from __future__ import annotations
 
-from memory.models import FORGET_CHOICE, Partition, Role, Thread, Viewer
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from memory.models import (
+    FORGET_CHOICE,
+    Partition,
+    ReflectionScope,
+    Role,
+    Thread,
+    Viewer,
+    Visibility,
+)
 from memory.operations import FORGET_WHICH_REDACTED, OperationResult
 from memory.privacy import is_visible
+from memory.rules.confirm import is_confirmation
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.deps import ReplyDeps
+from services.reply.directives import Standing
 
+#: How long the erase prompt waits for its "yes": a later one does not count.
+ERASE_CONFIRM_WINDOW = timedelta(minutes=5)
 CONFIRM_ERASE = (
     "This will erase everything I remember about you, in every chat, for good. "
-    'If you\'re sure, reply "yes, erase everything".'
+    'If you\'re sure, say "yes" now; anything else cancels it.'
 )
 CONFIRM_ERASE_US = (
     "This will erase everything this circle shares with me (not what each of you told me "
-    'privately). If you\'re sure, reply "yes, erase everything".'
+    'privately). If you\'re sure, say "yes" now; anything else cancels it.'
+)
+#: How many facts and notes a "what do you remember about …?" lists before "…and N more".
+RECALL_FACTS = 30
+RECALL_NOTES = 10
+ERASE_CANCELLED = "OK — I've cancelled the erase: nothing was deleted."
+ERASE_LAPSED = (
+    "I didn't erase anything: I wait only 5 minutes for a yes, and that request has lapsed. "
+    'Say "forget everything about me" again if you still want it.'
 )
 
 
@@ -51,6 +74,20 @@ class Forgetting:
             for part, journal_id in zip(parts, ids, strict=True)
         ]
 
+    async def forget(self, inc: Incoming, viewer: Viewer, target: str) -> OperationResult:
+        """A targeted "forget …": every store (facts, notes, summaries, questions, the
+        journal), then the spooled updates that say it and Redis's append-only file."""
+        result = await self.d.operations.forget(viewer, target, name=inc.sender.name)
+        if result.removed:
+            await self._residue(viewer.user_id, inc.sender.telegram_id, [target])
+        return result
+
+    async def _residue(
+        self, user_id: str, telegram_user_id: int | None, needles: list[str] | None
+    ) -> None:
+        if self.d.residue is not None:
+            await self.d.residue.scrub(telegram_user_id, needles, user_id)
+
     async def forget_chosen(
         self, viewer: Viewer, pending: dict[str, object], text: str
     ) -> str | None:
@@ -65,7 +102,24 @@ class Forgetting:
         ids = pending.get("question_ids")
         if isinstance(ids, list):
             await self.d.journal.redact([str(i) for i in ids], FORGET_WHICH_REDACTED)
+        if result.removed:
+            await self._residue(viewer.user_id, None, [])  # no spool to scrub
         return result.text
+
+    def settle_erase(self, pending: dict[str, object], text: str) -> str | None:
+        """The erase prompt's answer: ``None`` when ``text`` confirms it in time (the
+        caller erases), otherwise what to tell the person about the cancelled erase.
+
+        Only the person asked has a pending entry, and it is popped by their next message
+        in the thread whatever it says, so nobody else's "yes" and no later "yes" counts.
+        """
+        asked = pending.get("at")
+        if isinstance(asked, datetime):
+            if asked.tzinfo is None:
+                asked = asked.replace(tzinfo=UTC)
+            if self.d.clock.now() - asked > ERASE_CONFIRM_WINDOW:
+                return ERASE_LAPSED
+        return None if is_confirmation(text) else ERASE_CANCELLED
 
     async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
         """What the person said before "forget that" (the thing to forget)."""
@@ -73,27 +127,83 @@ class Forgetting:
         mine = [m for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
         return mine[-2].text if len(mine) >= 2 else None
 
-    async def recall(self, viewer: Viewer, target: str) -> str:
-        """What Alfred remembers about the person ("me") or the circle ("us"), here."""
-        facts = [
+    async def recall(
+        self, viewer: Viewer, target: str, instructions: Sequence[Standing] = ()
+    ) -> str:
+        """What Alfred remembers about the person ("me") or the circle ("us"), here.
+
+        "me": the person's own facts and notes visible here, and the ``instructions``
+        they gave. "us": everything said in a group that is visible here, so in the group
+        the circle's memories and each member's from the group (never anyone's DM), and
+        the circle's and members' notes. Everything is read through the viewer and
+        checked again with :func:`is_visible`. When there is more than the reply lists,
+        it says how much more."""
+        flags = self.d.flags()
+        visible = [
             f
-            for f in await self.d.facts.list_visible(viewer, limit=200)
+            for f in await self.d.facts.list_visible(viewer)
             if is_visible(f.partition, viewer)
-            and (
-                f.partition.owner_user_id == viewer.user_id
-                if target == "me"
-                else f.partition.owner_user_id is None
-            )
+            and flags.shows_owner(f.partition.owner_user_id, viewer)
         ]
-        if not facts:
+        facts = [f for f in visible if self._about(f.partition, viewer, target)]
+        listed_apart = {s.note.id for s in instructions}
+        notes = await self._notes(viewer, target, listed_apart)
+        if not facts and not notes and not instructions:
             who = "you" if target == "me" else "this circle"
             return f"I don't remember anything about {who} here yet."
-        head = (
+        owners = {f.partition.owner_user_id for f in facts} - {None, viewer.user_id}
+        names = await self.d.directory.users(sorted(o for o in owners if o))
+        parts = [
             "Here's what I remember about you here:"
             if target == "me"
-            else ("Here's what I remember about all of you:")
-        )
-        return head + "\n" + "\n".join(f"- {f.content}" for f in facts[:30])
+            else "Here's what I remember about all of you:"
+        ]
+        for fact in facts[:RECALL_FACTS]:
+            owner = names.get(fact.partition.owner_user_id or "")
+            whose = (
+                f" ({owner.name})"
+                if owner and owner.name.lower() not in fact.content.lower()
+                else ""
+            )
+            parts.append(f"- {fact.content}{whose}")
+        if notes:
+            parts += ["Notes:", *(f"- {n}" for n in notes[:RECALL_NOTES])]
+        if instructions:
+            parts.append("How you asked me to answer:")
+            parts += [f'- "{s.instruction}"' for s in instructions]
+        more = max(0, len(facts) - RECALL_FACTS) + max(0, len(notes) - RECALL_NOTES)
+        if more:
+            parts.append(f"…and {more} more I haven't listed: ask me about something specific.")
+        return "\n".join(parts)
+
+    @staticmethod
+    def _about(partition: Partition, viewer: Viewer, target: str) -> bool:
+        if target == "me":
+            return partition.owner_user_id == viewer.user_id
+        return partition.visibility is Visibility.SHARED  # said in a group, never a DM
+
+    async def _notes(self, viewer: Viewer, target: str, skip: set[str]) -> list[str]:
+        """The notes and summaries about the person or the circle visible here (not the
+        notes of the current conversation, and not instructions: those are listed apart)."""
+        blobs = await self.d.notes.visible_blobs(viewer, session_id=None)
+        notes = await self.d.notes.visible_reflections(viewer, session_id=None)
+        found = [
+            b.content
+            for b in blobs
+            if b.scope is not ReflectionScope.SESSION
+            and is_visible(b.partition, viewer)
+            and self._about(b.partition, viewer, target)
+        ]
+        found += [
+            r.content
+            for r in notes
+            if r.scope is not ReflectionScope.SESSION
+            and not r.directive
+            and r.id not in skip
+            and is_visible(r.partition, viewer)
+            and self._about(r.partition, viewer, target)
+        ]
+        return found
 
     async def erase(self, viewer: Viewer, target: str) -> str:
         """A confirmed "forget everything": the circle's shared memories ("us"), or
@@ -107,10 +217,12 @@ class Forgetting:
             ]
             removed = await d.operations.erase_facts(viewer.user_id, circle_level, [])
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
+        user = await d.directory.user(viewer.user_id)
         counts = await d.operations.forget_everything(viewer.user_id)
         await d.calendar.forget_user(viewer.user_id)
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
+        await self._residue(viewer.user_id, user.telegram_user_id if user else None, None)
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
             f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."

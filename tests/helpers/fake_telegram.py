@@ -48,10 +48,10 @@ upgraded to a supergroup answers with ``migrate_to_chat_id``; a bot that was
 kicked/blocked gets 403; entity offsets are UTF-16 code units.
 
 What it serves is what Alfred calls (``getMe``, ``getUpdates``, ``deleteWebhook``,
-``setWebhook``, ``sendMessage``); any other method is 404, like an unknown one on the real
-API. Alfred sends plain text only: a ``parse_mode`` or explicit ``entities`` is refused
-with 400, so a change that starts sending formatted text fails loudly here instead of
-passing unchecked.
+``setWebhook``, ``sendMessage``, ``setMessageReaction``); any other method is 404, like an
+unknown one on the real API. Alfred sends plain text only: a ``parse_mode`` or explicit
+``entities`` is refused with 400, so a change that starts sending formatted text fails
+loudly here instead of passing unchecked.
 
 Deliberate simplifications: webhook URLs may be plain ``http://`` on any port (the
 real API wants HTTPS on 443/80/88/8443); webhook updates go one at a time, in order,
@@ -99,6 +99,8 @@ MAX_TEXT_LENGTH = 4096
 
 DEFAULT_TOKEN = "123456789:AAFakeTokenForTestsOnly_0123456789abc"
 
+#: A few of the emoji Telegram accepts as a bot's reaction (any other is REACTION_INVALID).
+_BOT_REACTIONS = frozenset({"\N{THUMBS UP SIGN}", "\N{OK HAND SIGN}", "\N{WRITING HAND}"})
 # Update kinds the real API leaves out unless asked for explicitly in allowed_updates.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
@@ -314,6 +316,8 @@ class FakeTelegram:
         # What the bot did.
         self.calls: list[ApiCall] = []
         self.sent_messages: list[JSON] = []
+        #: ``setMessageReaction`` calls that succeeded: chat_id, message_id, emoji.
+        self.reactions: list[JSON] = []
         self.webhook_deliveries: list[WebhookDelivery] = []
 
         # Server-side state.
@@ -1222,6 +1226,30 @@ class FakeTelegram:
             }
         )
         return msg
+
+    async def _api_setmessagereaction(self, params: JSON) -> bool:
+        """Bots may react with one emoji from Telegram's list, on a message the chat has."""
+        chat = self._resolve_chat(params.get("chat_id"))
+        self._check_can_send(chat)
+        chat_id = int(chat["id"])
+        try:
+            message_id = int(params.get("message_id") or 0)
+        except (TypeError, ValueError):
+            raise _bad_request("message_id is invalid") from None
+        if (chat_id, message_id) not in self.messages:
+            raise _bad_request("message to react not found")
+        kinds = params.get("reaction") or []
+        if isinstance(kinds, str):
+            kinds = json.loads(kinds)
+        if len(kinds) > 1:
+            raise _bad_request("REACTIONS_TOO_MANY")
+        for kind in kinds:
+            if kind.get("type") != "emoji" or kind.get("emoji") not in _BOT_REACTIONS:
+                raise _bad_request("REACTION_INVALID")
+            self.reactions.append(
+                {"chat_id": chat_id, "message_id": message_id, "emoji": kind["emoji"]}
+            )
+        return True
 
     # ---- webhook delivery ------------------------------------------------------------
 

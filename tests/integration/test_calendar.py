@@ -49,6 +49,7 @@ from runtime.calendar import build_calendar, oauth_routes
 from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.calendar import (
+    CONNECTED_NOTICE,
     CREATE_EVENT,
     LIST_EVENTS,
     REVOKED_NOTICE,
@@ -56,6 +57,7 @@ from services.calendar import (
     CalendarTools,
     SyncConfig,
     calendar_command,
+    confirm_question,
     deliver_event,
     expire_calendar_memories,
     finish_connect,
@@ -71,7 +73,7 @@ from services.messages import Incoming, Sender
 from services.reply.assistant import Assistant
 from tests.helpers.fake_google import EVENTS_PATH, FakeGoogle
 from tests.helpers.fakes import HashEmbedder
-from tests.helpers.replay import probe, probes, replay_lines, say
+from tests.helpers.replay import dumps, probe, probes, replay_lines, say
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ALICE, BOB, CAROL = "1001", "1002", "1003"
@@ -109,7 +111,14 @@ class World:
         return await self.s.directory.viewer(user, self.thread(where, user))
 
     async def connect(self, user_id: str, email: str) -> None:
-        """The whole consent flow: /calendar link → Google → redirect → tokens."""
+        """The whole consent flow: /calendar link → Google → redirect → tokens → the
+        person confirms the account."""
+        await self.sign_in(user_id, email)
+        confirmed = await calendar_command(self.cal, await self.viewer(user_id), "confirm")
+        assert confirmed == CONNECTED_NOTICE
+
+    async def sign_in(self, user_id: str, email: str) -> None:
+        """The consent flow up to the redirect: tokens stored, not yet confirmed."""
         url = await start_connect(self.cal, user_id)
         query = parse_qs(urlsplit(url).query)
         code = self.google.issue_code(email, challenge=query["code_challenge"][0])
@@ -214,7 +223,12 @@ async def test_connect_through_the_redirect_endpoint(world: World) -> None:
         assert bad.status == 400
         denied = await http.get("/oauth/google", params={"error": "access_denied"})
         assert denied.status == 200 and "didn't connect" in await denied.text()
-    assert [uid for uid, _ in world.sent] == [ALICE]
+    # Alice is asked, in her DM, to confirm the account Google sent back
+    assert world.sent == [(ALICE, confirm_question(ALICE_MAIL))]
+    doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
+    assert doc is not None and doc["status"] == "unconfirmed"
+    confirmed = await calendar_command(world.cal, await world.viewer(ALICE), "confirm")
+    assert confirmed == CONNECTED_NOTICE
     doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
     assert doc is not None and doc["status"] == "connected"
     tokens = await world.tokens(ALICE)
@@ -225,6 +239,35 @@ async def test_connect_through_the_redirect_endpoint(world: World) -> None:
     assert world.google.codes == {}
     status = await calendar_command(world.cal, await world.viewer(ALICE), "")
     assert "is connected" in status and ALICE_MAIL in status
+
+
+async def test_another_persons_account_is_named_and_nothing_read_before_confirming(
+    world: World,
+) -> None:
+    """Alice's link completed with Carol's Google account: Alice is asked about Carol's
+    address; until she confirms, no sync, no tools and no events are read; ``off`` drops it."""
+    await world.sign_in(ALICE, "carol@example.com")
+    dinner = {"id": "e1", "summary": "Dinner with Dan", **when(3, 19)}
+    world.google.put_event("carol@example.com", dinner)
+    alice = await world.viewer(ALICE)
+    asked = await calendar_command(world.cal, alice, "")
+    assert asked == confirm_question("carol@example.com")
+    assert "/calendar confirm" in asked and "/calendar off" in asked
+    world.clock.advance(timedelta(hours=1))
+    assert (await sync_due(world.cal, config=FAST)).users == []
+    assert (await CalendarTools.for_viewer(world.cal, alice)).specs == []
+    assert world.google.count("GET") == 0 and await world.facts() == []
+    # not the account she meant: disconnecting drops the tokens, still nothing read
+    assert (await calendar_command(world.cal, alice, "off")).startswith("Done")
+    assert await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE}) is None
+    assert "no calendar waiting" in await calendar_command(world.cal, alice, "confirm")
+    assert world.google.count("GET") == 0
+    # someone else's "confirm" never connects Alice's pending calendar
+    await world.sign_in(ALICE, "carol@example.com")
+    bob = await world.viewer(BOB)
+    assert "no calendar waiting" in await calendar_command(world.cal, bob, "confirm")
+    doc = await world.s.mongo.db[CONNECTIONS].find_one({"_id": ALICE})
+    assert doc is not None and doc["status"] == "unconfirmed"
 
 
 async def test_expired_link_and_refusals(world: World) -> None:
@@ -477,9 +520,10 @@ async def test_odd_events_never_break_a_sync(world: World) -> None:
     assert report.status == "synced" and report.events == len(odd)
     contents = sorted(f.content for f in await world.facts())
     assert contents == [
+        "Alice has a call with Mom every Monday at 19:00 America/New_York, starting Monday "
+        "2 March 2026, until Sunday 31 May 2026",
+        "Alice has a sync on Tuesday 10 March 2026 at 11:00 Europe/Paris",
         "Alice has a vet appointment on Thursday 12 March 2026",
-        "Alice has a weekly call with Mom, first on Monday 2 March 2026 at 19:00 "
-        "America/New_York, until Sunday 31 May 2026",
         "Alice has lunch with Ines on Tuesday 10 March 2026 at 12:30 Europe/Paris",
     ]
 
@@ -921,6 +965,50 @@ async def test_replay_calendar_lines_end_to_end(settings: Settings, tmp_path: Pa
     facts = out[-1]["dump"]["facts"]
     assert {f["visibility"] for f in facts if "Ann" not in f["content"]} == {"dm"}
     assert all(f["owner_user_id"] == "1001" for f in facts)
+
+
+async def test_replay_any_event_and_a_series_as_one_memory(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Events beyond the seed's title patterns are remembered (a dinner, therapy), a weekly
+    series is ONE memory worded by its rule in its own time zone, placeholders are not,
+    and all of it stays in the owner's DM."""
+    lisbon = {"timeZone": "Europe/Lisbon"}
+    therapy = {
+        "id": "t1",
+        "title": "Therapy",
+        "start": {"dateTime": "2026-01-06T18:00:00", **lisbon},
+        "end": {"dateTime": "2026-01-06T19:00:00", **lisbon},
+        "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=TU"],
+    }
+    dinner = {"id": "d1", "title": "Dinner at Rosa's", "start": "2026-01-09T19:30:00+00:00"}
+    busy = {"id": "b1", "title": "Busy", "start": "2026-01-08T10:00:00+00:00"}
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["alice", "bob"]},
+            calendar_line("alice", therapy, None),
+            calendar_line("alice", dinner, None),
+            calendar_line("alice", busy, None),
+            {"clock": "+14d"},
+            calendar_line("alice", therapy, None),  # the next sync delivers the series again
+            probe("alice", "dm:alice", "when is my therapy?"),
+            probe("bob", "group:fam", "when is Alice's therapy? any dinner plans?"),
+            probe("bob", "dm:bob", "when is Alice's therapy? any dinner plans?"),
+            {"dump": "all"},
+        ],
+        tmp_path,
+    )
+    facts = [f for f in dumps(out)[-1]["facts"] if f["invalid_at"] is None]
+    assert sorted(f["content"] for f in facts) == [
+        "Alice has dinner at Rosa's on Friday 9 January 2026 at 19:30 UTC",
+        "Alice has therapy every Tuesday at 18:00 Europe/Lisbon",
+    ]
+    assert {(f["visibility"], f["owner_user_id"]) for f in facts} == {("dm", "1001")}
+    own, bob_group, bob_dm = probes(out)
+    assert own["memories"][0]["content"] == "Alice has therapy every Tuesday at 18:00 Europe/Lisbon"
+    for other in (bob_group, bob_dm):
+        assert other["memories"] == [] and "herapy" not in other["context"], other
 
 
 def test_replay_calendar_line_from_another_persons_thread_is_malformed(tmp_path: Path) -> None:

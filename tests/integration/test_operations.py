@@ -55,6 +55,7 @@ from memory.operations import (
     MemoryOperations,
     OperationResult,
     choice_answer,
+    forgotten_text,
 )
 from memory.prompts.common import Person
 from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
@@ -411,8 +412,16 @@ async def test_forget_cascades_until_the_words_are_nowhere(world: World) -> None
 
     result = await w.forget(w.alice_dm, ALICE, "forget that I'm planning a surprise party")
 
-    assert result.text == FORGOTTEN == "Done — I've forgotten that."
-    assert result.removed == {"facts": 2, "reflections": 2, "consolidated": 1, "messages": 3}
+    assert result.text == forgotten_text(
+        {"facts": 2, "reflections": 2, "consolidated": 1, "messages": 3}
+    )
+    assert result.removed == {
+        "facts": 2,
+        "reflections": 2,
+        "consolidated": 1,
+        "messages": 3,
+        "clarifications": 0,
+    }
     assert await traces(w.db, "surprise", "party") == []
     assert await traces(w.db, "lake house", "April") == []
     assert await w.facts.get(party.id) is None and await w.facts.get(older.id) is None
@@ -454,7 +463,7 @@ async def test_forget_in_the_group_and_what_another_member_cannot_forget(world: 
 
     # Alice can, and only hers goes
     result = await w.forget(w.group, ALICE, "forget that I'm planning a surprise party")
-    assert result.text == FORGOTTEN
+    assert result.text == forgotten_text({"facts": 1, "messages": 1})
     assert await traces(w.db, "surprise", "party") == []
     assert await w.current(alices) == []
     assert await w.current(Partition.member(CIRCLE, BOB.id)) == ["Bob loves running marathons"]
@@ -501,7 +510,11 @@ async def test_two_distinct_memories_are_asked_about_and_nothing_is_deleted(worl
     # the number of the bike key: only it goes, and all its words with it
     bike = numbered(asked.text, "drawer")
     done = await w.ops.forget_chosen(viewer, asked.choices, f"{bike}.")
-    assert done is not None and done.text == FORGOTTEN and done.removed["facts"] == 1
+    assert (
+        done is not None
+        and done.text == forgotten_text({"facts": 1, "messages": 1})
+        and done.removed["facts"] == 1
+    )
     assert await traces(w.db, "drawer", "bike") == []
     (spare,) = await w.current(Partition.dm(ALICE.id))
     assert "flowerpot" in spare
@@ -522,7 +535,11 @@ async def test_all_forgets_every_listed_memory_and_its_history(world: World) -> 
     assert [older.id in group for group in asked.choices].count(True) == 1
 
     done = await w.ops.forget_chosen(await w.viewer(ALICE, w.alice_dm), asked.choices, "all")
-    assert done is not None and done.text == FORGOTTEN and done.removed["facts"] == 3
+    assert (
+        done is not None
+        and done.text == forgotten_text({"facts": 3, "messages": 2})
+        and done.removed["facts"] == 3
+    )
     assert await traces(w.db, "spare key", "bike key", "flowerpot", "drawer", "doormat") == []
     assert await w.current(dm) == ["Alice loves Thai food"]
 
@@ -532,7 +549,11 @@ async def test_a_single_clear_match_is_still_forgotten_at_once(world: World) -> 
     await w.remember(w.alice_dm, ALICE, SPARE)
     await w.remember(w.alice_dm, ALICE, "remember that I love Thai food")
     result = await w.forget(w.alice_dm, ALICE, "forget my spare key")
-    assert result.text == FORGOTTEN and result.choices == [] and result.removed["facts"] == 1
+    assert (
+        result.text == forgotten_text({"facts": 1, "messages": 1})
+        and result.choices == []
+        and result.removed["facts"] == 1
+    )
     assert await traces(w.db, "flowerpot") == []
 
 
@@ -607,7 +628,7 @@ async def test_the_question_survives_a_restart_and_leaves_no_trace(services: Ser
 
     restarted = Chat(services)  # a new process: the question waits in the database
     restarted.n = chat.n
-    assert await restarted(ALICE, bike) == FORGOTTEN
+    assert await restarted(ALICE, bike) == forgotten_text({"facts": 1, "messages": 2})
     db = services.mongo.db
     assert await traces(db, "drawer", "bike") == []
     texts = {m.text for m in await services.journal.all_for_audit()}
@@ -615,7 +636,7 @@ async def test_the_question_survives_a_restart_and_leaves_no_trace(services: Ser
     assert not any(FORGET_WHICH in t for t in texts), "the question quoted it: gone or redacted"
     assert await traces(db, "flowerpot"), "the other memory is kept"
     # answered: the same number again is just a message now
-    assert await restarted(ALICE, bike) != FORGOTTEN
+    assert not (await restarted(ALICE, bike)).startswith(FORGOTTEN[:-1])
     assert await traces(db, "flowerpot")
 
 
@@ -625,8 +646,13 @@ async def test_an_unrelated_message_lets_the_question_lapse(services: Services) 
     await chat(ALICE, BIKE)
     assert (await chat(ALICE, "forget my key")).startswith(FORGET_WHICH)
     answer = await chat(ALICE, "what's a good name for a cat?")
-    assert answer and answer not in (FORGOTTEN, KEPT_ALL) and FORGET_WHICH not in answer
-    assert await chat(ALICE, "1") != FORGOTTEN, "the question lapsed"
+    assert (
+        answer
+        and not answer.startswith(FORGOTTEN[:-1])
+        and answer != KEPT_ALL
+        and FORGET_WHICH not in answer
+    )
+    assert not (await chat(ALICE, "1")).startswith(FORGOTTEN[:-1]), "the question lapsed"
     assert await traces(services.mongo.db, "drawer") and await traces(
         services.mongo.db, "flowerpot"
     )
@@ -652,11 +678,11 @@ async def test_in_the_group_only_the_asker_answers(services: Services) -> None:
     assert "car" not in question, "Bob's memory is not hers to forget"
     bike = numbered(question, "drawer")
     # Bob answering her question deletes nothing, addressed or not
-    assert await chat(BOB, f"@alfred {bike}", group=True) != FORGOTTEN
+    assert not (await chat(BOB, f"@alfred {bike}", group=True)).startswith(FORGOTTEN[:-1])
     assert await chat(BOB, "all", group=True) == ""
     assert await traces(db, "drawer") and await traces(db, "flowerpot")
     # her bare answer is enough in the group
-    assert await chat(ALICE, bike, group=True) == FORGOTTEN
+    assert await chat(ALICE, bike, group=True) == forgotten_text({"facts": 1, "messages": 2})
     assert await traces(db, "drawer") == []
     assert await traces(db, "flowerpot") and await traces(db, "car key")
     texts = [m.text for m in await services.journal.all_for_audit()]

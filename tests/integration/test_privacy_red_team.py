@@ -32,7 +32,7 @@ from bot.bench.fake_openai import (
 )
 from bot.replay import Replay, replay_world
 from memory.models import Clarification, Partition
-from memory.operations import FORGOTTEN, NOTHING_TO_FORGET
+from memory.operations import NOTHING_TO_FORGET, forgotten_text
 from runtime.settings import Settings
 from services.reply.assistant import CONFIRM_ERASE
 from tests.helpers.fake_mem0 import FakeMem0
@@ -500,7 +500,10 @@ async def test_bob_can_neither_forget_correct_nor_erase_alices_memories(
                 "@alfred forget that I keep my spare key under the kumquat pot",
             ),
         )
-        assert [o["reply"]["text"] for o in mine] == [NOTHING_TO_FORGET, FORGOTTEN]
+        assert [o["reply"]["text"] for o in mine] == [
+            NOTHING_TO_FORGET,
+            forgotten_text({"facts": 1, "messages": 1}),
+        ]
         left = await feed(replay, probe("alice", "dm:alice", "where is my hiding place painting?"))
         left += await feed(replay, probe("alice", "dm:alice", "where is my spare key pot?"))
     contents = " ".join(m["content"] for p in left for m in p["probe"]["memories"]).lower()

@@ -179,7 +179,7 @@ async def test_forget_asks_which_when_two_memories_are_as_close(
 ) -> None:
     """Two different memories match "forget my key": Alfred asks which; "all" forgets
     both, and afterwards neither their words nor the question are anywhere."""
-    from memory.operations import FORGET_WHICH, FORGOTTEN
+    from memory.operations import FORGET_WHICH, forgotten_text
 
     out = await replay_lines(
         settings,
@@ -199,7 +199,7 @@ async def test_forget_asks_which_when_two_memories_are_as_close(
     assert "flowerpot" in texts[2]
     asked, answered = dumps(out)
     assert len(asked["facts"]) == 2, "nothing is deleted before the answer"
-    assert texts[3] == FORGOTTEN
+    assert texts[3] == forgotten_text({"facts": 2, "messages": 3})
     assert answered["facts"] == []
     words = json.dumps(answered).lower()
     assert "drawer" not in words and "flowerpot" not in words

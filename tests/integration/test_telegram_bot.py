@@ -334,6 +334,40 @@ async def test_polling_conversation_in_dm_and_group(bot_env: Any) -> None:
         bot.check_alive()
 
 
+async def test_a_request_nobody_addressed_is_kept_and_gets_a_reaction(bot_env: Any) -> None:
+    """Over the real Bot API protocol: an unaddressed "don't forget …" in a group is stored
+    and acknowledged with ``setMessageReaction`` on that message, no message sent; a chat
+    that refuses the reaction still keeps the memory, and nothing crashes."""
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ana = tg.user("Ana", username="ana")
+        luis = tg.user("Luis", username="luis")
+        home = tg.group_chat(title="Home", members=[ana, luis])
+
+        request = tg.text_message(home, ana, "Don't forget that the piano tuner comes on Friday")
+        assert await bot.say(request) == []
+        assert tg.reactions == [
+            {
+                "chat_id": home["id"],
+                "message_id": _message_id(request),
+                "emoji": "\N{THUMBS UP SIGN}",
+            }
+        ]
+        doc = await bot.message_doc(home, _message_id(request))
+        assert doc is not None and doc["handled"] is True
+        assert await bot.db["memory_facts"].count_documents({"content": {"$regex": "piano tuner"}})
+
+        tg.fail_next("setMessageReaction", 400, description="Bad Request: REACTION_INVALID")
+        refused = tg.text_message(home, luis, "the gutter needs clearing in October, remember that")
+        assert await bot.say(refused) == []
+        assert len(tg.reactions) == 1
+        assert await bot.db["memory_facts"].count_documents({"content": {"$regex": "gutter"}})
+
+        # plain chatter: no reaction, no message
+        assert await bot.say(tg.text_message(home, luis, "has anyone seen the remote?")) == []
+        assert len(tg.reactions) == 1
+        bot.check_alive()
+
+
 # --------------------------------------------------------------------------------------
 # 2. Webhook mode, and 3. deduplication
 # --------------------------------------------------------------------------------------
@@ -748,7 +782,7 @@ async def test_calendar_redirect_is_served_in_both_modes(
 
     from integrations.mongo.calendar_store import CONNECTIONS
     from services.calendar.commands import IN_GROUP
-    from services.calendar.connect import CONNECTED_NOTICE
+    from services.calendar.connect import CONNECTED_NOTICE, confirm_question
     from tests.helpers.fake_google import FakeGoogle
 
     # the local token endpoint is plain HTTP on loopback; oauthlib insists on HTTPS
@@ -786,7 +820,7 @@ async def test_calendar_redirect_is_served_in_both_modes(
                 params = {"state": query["state"][0], "code": code}
                 async with http.get(redirect, params=params) as page:
                     assert page.status == 200, await page.text()
-                    assert "Calendar connected" in await page.text()
+                    assert "confirm which Google account" in await page.text()
                 # the same link a second time, and a link not made by Alfred
                 async with http.get(redirect, params=params) as page:
                     assert page.status == 400
@@ -796,13 +830,23 @@ async def test_calendar_redirect_is_served_in_both_modes(
                 async with http.get(f"{base}/healthz") as page:
                     assert page.status == 200
 
-            def notices() -> list[Document]:
-                return [m for m in tg.sent_messages if m["text"] == CONNECTED_NOTICE]
+            question = confirm_question("ann@example.com")
+
+            def questions() -> list[Document]:
+                return [m for m in tg.sent_messages if m["text"] == question]
 
             await tg.wait_until(
-                lambda: bool(notices()), timeout=REPLY_TIMEOUT, what="the connected notice"
+                lambda: bool(questions()), timeout=REPLY_TIMEOUT, what="the confirmation question"
             )
-            assert [m["chat_id"] for m in notices()] == [dm["id"]], "told once, in Ann's DM"
+            assert [m["chat_id"] for m in questions()] == [dm["id"]], "asked once, in Ann's DM"
+            stored = await bot.db[CONNECTIONS].find_one({"_id": str(ann["id"])})
+            assert stored is not None and stored["status"] == "unconfirmed"
+            # nothing is read before she confirms: /calendar asks again
+            (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))
+            assert status["text"] == question
+            assert google.count("GET", "/calendar/v3/calendars/primary/events") == 0
+            (confirmed,) = await bot.say(tg.text_message(dm, ann, "/calendar confirm"))
+            assert confirmed["text"] == CONNECTED_NOTICE
             stored = await bot.db[CONNECTIONS].find_one({"_id": str(ann["id"])})
             assert stored is not None and stored["status"] == "connected"
             (status,) = await bot.say(tg.text_message(dm, ann, "/calendar"))

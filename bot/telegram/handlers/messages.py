@@ -89,6 +89,8 @@ class Messages:
             return
         if inc.kind == "edited":
             return
+        for reaction in turn.reactions:
+            await self.replier.react(context, reaction)
         for out in turn.replies:
             await self.replier.send(
                 context,

@@ -37,9 +37,9 @@ and apostrophes to ASCII, invisible characters removed, and long inputs cut at
 one. Regular expressions that backtrack are only run on sentences of at most
 :data:`memory.rules.text.MAX_PARSE_CHARS` characters.
 
-One module per intent (:mod:`.remember`, :mod:`.correct`, :mod:`.forget`, :mod:`.recall`,
-:mod:`.directive`, :mod:`.reference`), the result types in :mod:`.kinds`, the shared clause
-preparation in :mod:`.clause` and :func:`detect_intent` in :mod:`.detect`.
+One module per intent (:mod:`.remember`, :mod:`.correct`, :mod:`.forget`, :mod:`.pin`,
+:mod:`.recall`, :mod:`.directive`, :mod:`.reference`), the result types in :mod:`.kinds`,
+the shared clause preparation in :mod:`.clause` and :func:`detect_intent` in :mod:`.detect`.
 """
 
 from memory.rules.addressing import strip_addressing
@@ -54,9 +54,11 @@ from memory.rules.intents.kinds import (
     ForgetAllIntent,
     ForgetIntent,
     Intent,
+    PinIntent,
     RecallIntent,
     RememberIntent,
 )
+from memory.rules.intents.pin import detect_pin
 from memory.rules.intents.recall import detect_recall
 from memory.rules.intents.reference import detect_ambiguous_reference
 from memory.rules.intents.remember import detect_remember
@@ -68,6 +70,7 @@ __all__ = [
     "ForgetAllIntent",
     "ForgetIntent",
     "Intent",
+    "PinIntent",
     "RecallIntent",
     "RememberIntent",
     "detect_ambiguous_reference",
@@ -75,6 +78,7 @@ __all__ = [
     "detect_directive",
     "detect_forget",
     "detect_intent",
+    "detect_pin",
     "detect_recall",
     "detect_remember",
     "strip_addressing",

@@ -90,6 +90,17 @@ def detect_correction(text: str) -> CorrectionIntent | None:
                 break
             if cue == "i meant" and re.match(r"^to\s", rest, re.I):
                 break
+            swap = _SWAP.match(rest) if cue in ("i meant", "actually") else None
+            if swap and not _NOT_Y_VERB_FREE.search(swap.group("x")):
+                return CorrectionIntent(
+                    statement=None,
+                    cue=cue,
+                    old_value=clean_payload(swap.group("y")),
+                    new_value=clean_payload(swap.group("x")),
+                )
+            compound = _compound(body if cue == "not anymore" else rest) if rest else None
+            if compound is not None:
+                return CorrectionIntent(statement=compound[0], negated=compound[1], cue=cue)
             statement, negated = split_negation(rest) if rest else (None, None)
             return CorrectionIntent(statement=statement, negated=negated, cue=cue)
         found = _implicit_correction(body)
@@ -117,15 +128,77 @@ _SUBJECT_START = re.compile(
     r"^(?:i|i'm|im|we|we're|he|she|they|it|my|our|his|her|their|[A-Z][\w'-]*)\b"
 )
 
+#: "my car has changed, it's a red Polo now": the subject and its new value.
+_CHANGED_TO = re.compile(
+    r"^(?P<subj>(?:my|our)\s+[\w' -]{1,40}?)\s+(?:has\s+|have\s+)?changed\s*"
+    r"[,;:.\-–—]+\s*(?:now\s*,?\s*)?(?:it'?s|it\s+is|they'?re|they\s+are)(?:\s+now)?"
+    r"\s+(?P<new>.+)$",
+    re.IGNORECASE | re.S,
+)
 _CHANGED = re.compile(r"\b(?:has|have)\s+changed\b|\bchanged\s+(?:to|from)\b", re.IGNORECASE)
 _DUMMY_SUBJECT = re.compile(
     r"^(?:it|it's|that|that's|this|there|there's|things|nothing|everything)\b", re.IGNORECASE
 )
 
 
+#: "I meant 5k, not 10k": two short values, no verb; one replaces the other.
+_SWAP = re.compile(r"^(?P<x>[^,;]{1,40}?)\s*,\s*not\s+(?P<y>[^,;]{1,40})$", re.IGNORECASE)
+_NOT_Y_VERB_FREE = re.compile(
+    r"\b(?:is|are|am|'m|'s|was|were|live|lives|work|works|like|likes|love|loves|eat|eats)\b",
+    re.IGNORECASE,
+)
+#: Where a compound correction turns from what stopped being true to what is true now.
+_TURN = re.compile(r"\s*(?:[;,.]|\s+but|\s+and)\s+(?:but\s+|and\s+)?(?:now\s*,?\s+)?", re.I)
+#: A negated fragment with no subject: "not vegetarian anymore", "no longer at the bakery".
+_BARE_NOT = re.compile(
+    r"^(?:not|no\s+longer)\s+(?P<x>.+?)(?:\s+any\s?(?:more|longer))?$", re.IGNORECASE | re.S
+)
+_VERB_START = re.compile(
+    r"^(?:eat|drink|work|live|like|love|play|run|go|have|use|drive|prefer|take|own)\b", re.I
+)
+_I_FORMS = frozenset({"i", "i'm", "im"})
+_NOW_END = re.compile(r"\s+(?:now|these\s+days|instead)$", re.IGNORECASE)
+
+
+def _compound(text: str) -> tuple[str, str] | None:
+    """(what is true now, what stopped being true) of a sentence that says both: "I don't
+    work at the bakery anymore, I work at the library now", "not vegetarian anymore,
+    pescatarian now". ``None`` unless the first part is a negation and the second is not."""
+    if len(text) > MAX_PARSE_CHARS:
+        return None
+    for turn in _TURN.finditer(text):
+        first, second = text[: turn.start()].strip(), text[turn.end() :].strip()
+        second = _NOW_END.sub("", clean_payload(second)).strip()
+        if not first or not second or ANYMORE.search(second) or re.match(r"^not\b", second, re.I):
+            continue
+        bare = _BARE_NOT.match(first)
+        if bare is not None and not re.match(r"^any\s?(?:more|longer)$", bare.group("x"), re.I):
+            old = bare.group("x").strip()
+            if not _SUBJECT_START.match(second):
+                second = f"I {second}" if _VERB_START.match(second) else f"I'm {second}"
+            return second, old
+        if not ANYMORE.search(first):
+            continue
+        _, negated = split_negation(first)
+        if negated is None or _DUMMY_SUBJECT.match(negated):
+            continue
+        if not _SUBJECT_START.match(second):
+            subject = first.split()[0]
+            second = f"{'I' if subject.lower() in _I_FORMS else subject} {second}"
+        return second, negated
+    return None
+
+
 def _implicit_correction(body: str) -> CorrectionIntent | None:
     if len(body) > MAX_PARSE_CHARS:
         return None
+    compound = _compound(body)
+    if compound is not None:
+        return CorrectionIntent(statement=compound[0], negated=compound[1], cue="not anymore")
+    changed = _CHANGED_TO.match(body)
+    if changed is not None:
+        subject, new = changed.group("subj"), _NOW_END.sub("", changed.group("new")).strip()
+        return CorrectionIntent(statement=f"{subject} is {new}", negated=subject, cue="has changed")
     used = _USED_TO.match(body)
     if used:
         subject, old, new = used.group("subj"), used.group("old"), clean_payload(used.group("new"))

@@ -31,6 +31,10 @@ class CorrectionIntent(_Intent):
     statement: str | None
     negated: str | None = None
     cue: str
+    #: A value swap ("I meant 5k, not 10k"): ``old_value`` in what was said or stored
+    #: becomes ``new_value``; ``statement`` is then ``None``.
+    old_value: str | None = None
+    new_value: str | None = None
 
 
 class ForgetIntent(_Intent):
@@ -54,6 +58,15 @@ class RecallIntent(_Intent):
     target: Literal["me", "us"]
 
 
+class PinIntent(_Intent):
+    """Pin (``pinned``) or unpin a memory so it does (not) fade with age; ``target`` is
+    ``None`` for "pin that" (the last thing said)."""
+
+    kind: Literal["pin"] = "pin"
+    pinned: bool
+    target: str | None
+
+
 DirectiveTopic = Literal["language", "name", "length", "style", "avoid", "general"]
 
 
@@ -62,13 +75,15 @@ class DirectiveIntent(_Intent):
 
     ``instruction`` is the sentence without addressing, politeness or final punctuation
     ("always keep your answers short"); ``value`` the key word where there is one
-    ("Spanish", "Al", "emojis", "short").
+    ("Spanish", "Al", "emojis", "short"). ``revoke`` marks the withdrawal of an earlier
+    instruction ("you can use emojis again"): ``value`` then says what it was about.
     """
 
     kind: Literal["directive"] = "directive"
     topic: DirectiveTopic
     instruction: str
     value: str | None = None
+    revoke: bool = False
 
 
 Intent = (
@@ -78,4 +93,5 @@ Intent = (
     | ForgetAllIntent
     | RecallIntent
     | DirectiveIntent
+    | PinIntent
 )

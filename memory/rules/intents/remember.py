@@ -2,6 +2,10 @@
 
 "I remember that film", "remember that time we went to Rome?" (a reminiscence) and
 "remember to buy milk" (a reminder) are not requests to store anything.
+
+The cue may also come last: "the gate code is 4471, remember that", "Sam starts school
+on the 9th, don't forget", or a sentence of its own after the statement ("The dentist
+moved to 4pm. Keep that in mind."). Asked ("…, remember that?") it is a reminiscence.
 """
 
 from __future__ import annotations
@@ -39,6 +43,24 @@ _REMEMBER_CUES: Final = (
         r"^(?:memori[sz]e|store|save)\s+(?:that\s+|this\s*[:\-–—]\s*)(?P<p>.+)$", re.I | re.S
     ),
 )
+# A cue that only points back at what was just said: "remember that", "don't forget",
+# "keep that in mind", "note that", "make a note of it".
+_BACK_CUE = (
+    rf"(?:remember\s+(?:that|this|it)|{DONT}\s+(?:ever\s+)?forget(?:\s+(?:that|this|it))?"
+    r"|(?:keep|bear)\s+(?:that|this|it)\s+in\s+mind"
+    r"|(?:make|take)\s+(?:a\s+)?(?:mental\s+)?note\s+of\s+(?:that|this|it)"
+    r"|note\s+(?:that|this|it)(?:\s+down)?)"
+)
+# "… , remember that": the statement, a separator, then the cue closing the sentence.
+_TRAILING_CUE = re.compile(
+    rf"^(?P<p>.+?)\s*(?:[,;:\-–—]+|\.\.\.)\s*(?:(?:so|and|please)\s+)*{_BACK_CUE}$",
+    re.I | re.S,
+)
+# "The dentist moved to 4pm. Remember that." — the cue as a sentence of its own.
+_BARE_CUE = re.compile(rf"^{_BACK_CUE}$", re.I)
+#: "I will, don't forget" is a promise, not something to store: a statement before a
+#: closing cue has a few words at least.
+_TRAILING_MIN_WORDS: Final = 3
 # "Remember that film we saw?" — a demonstrative + noun, then a relative clause or nothing.
 _REMINISCENCE = re.compile(
     r"^(?:time|day|night|week|weekend|morning|evening|film|movie|song|book|place|restaurant"
@@ -56,7 +78,11 @@ def detect_remember(text: str) -> RememberIntent | None:
     in mind (that) …", "make/take a note (that/of) …", "note that/: …", "for the record,
     …" and "memorise/store/save that …". The payload is the rest of that sentence.
     """
-    for clause in sentence_clauses(text):
+    clauses = sentence_clauses(text)
+    for index, clause in enumerate(clauses):
+        trailing = _trailing(clauses, index)
+        if trailing is not None:
+            return trailing
         for pattern in _REMEMBER_CUES:
             match = pattern.match(clause.text)
             if match is None:
@@ -68,9 +94,28 @@ def detect_remember(text: str) -> RememberIntent | None:
     return None
 
 
+def _trailing(clauses: list[Clause], index: int) -> RememberIntent | None:
+    """A cue at the end of the clause, or a bare cue clause after a statement."""
+    clause = clauses[index]
+    if clause.question:
+        return None
+    match = _TRAILING_CUE.match(clause.text)
+    if match is not None:
+        payload = clean_payload(match.group("p"))
+    elif index > 0 and _BARE_CUE.match(clause.text) and not clauses[index - 1].question:
+        payload = clean_payload(clauses[index - 1].text)
+    else:
+        return None
+    if len(payload.split()) < _TRAILING_MIN_WORDS or payload.lower() in NOT_A_PAYLOAD:
+        return None
+    if re.match(r"^to\s", payload, re.IGNORECASE):
+        return None
+    return RememberIntent(payload=payload)
+
+
 def _valid_payload(payload: str, clause: Clause, *, reminiscence_check: bool) -> bool:
-    if not has_letters(payload) or payload.lower() in NOT_A_PAYLOAD:
-        return False
+    if not has_letters(payload) or payload.lower() in NOT_A_PAYLOAD | {"down"}:
+        return False  # "note that down" points back too
     if re.match(r"^to\s", payload, re.IGNORECASE):  # a reminder, not a memory
         return False
     if clause.question and not clause.polite:

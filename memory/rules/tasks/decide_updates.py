@@ -14,7 +14,8 @@ The rules, per new fact, over its candidates (most similar first):
 Slots are checked before the 0.95 rule on purpose: "likes X" and "dislikes X" embed almost
 identically and must not be dropped as duplicates. DELETE is never chosen: a negation
 ("Alice is no longer vegetarian") is stored as an UPDATE, so the history shows what changed.
-Only candidates at or above the candidate similarity (0.7) are considered.
+Only candidates at or above the candidate similarity (0.7) are considered, and those that
+fill the same single-valued slot (a new city for "lives in") whatever their similarity.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from memory.prompts.decide_updates import (
     UpdateDecisions,
 )
 from memory.rules.language import clip_words, norm_key
-from memory.rules.slots import parse_slot, relate
+from memory.rules.slots import parse_slot, relate, shares_slot
 
 #: Above this, two facts are the same fact in other words.
 NEAR_IDENTICAL: Final = 0.95
@@ -47,7 +48,8 @@ def _decide(index: int, fact: str, candidates: list[CandidateFact]) -> UpdateDec
         (
             c
             for c in candidates
-            if c.new_index == index and c.similarity >= UPDATE_CANDIDATE_SIMILARITY
+            if c.new_index == index
+            and (c.similarity >= UPDATE_CANDIDATE_SIMILARITY or shares_slot(fact, c.content))
         ),
         key=lambda c: -c.similarity,
     )

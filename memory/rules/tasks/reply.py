@@ -3,8 +3,11 @@
 It cannot read a conversation, so it must not pretend to. Given the structured reply
 context (:class:`memory.prompts.reply.ReplyContext`) it answers a question from the
 memories retrieval found, citing them, and says plainly that it runs offline when it
-cannot do better. A statement is acknowledged (formation learns from it in the
-background); a greeting gets a short introduction to what works offline.
+cannot do better. It never claims to have stored anything, because a reply stores
+nothing: a statement gets an honest "I can't chat about that" with the way to have it
+remembered, an acknowledgement ("ok thanks", "cool") a short answer, and a greeting a short
+introduction to what works offline. (Explicit requests never reach it: the reply path
+handles them, and only they say "Noted"/"I'll remember that", after storing.)
 """
 
 from __future__ import annotations
@@ -26,8 +29,14 @@ GREETING: Final = (
     "Hello! I'm running offline (no language model), so I can't chat, but I can remember "
     'things ("remember that …"), correct or forget them, and tell you what I remember.'
 )
-NOTED: Final = "Noted — I'll keep it in mind."
+#: The answer to a statement: nothing was stored by replying, so nothing is claimed.
+OFFLINE_STATEMENT: Final = (
+    "I can't chat about that: I'm running offline, without a language model. "
+    'If you want me to remember something, say "remember that …".'
+)
 WELCOME: Final = "You're welcome!"
+#: The answer to an acknowledgement ("ok", "cool", "got it").
+ACKNOWLEDGED: Final = "👍"
 MAX_CITED: Final = 3
 
 _QUESTION = re.compile(
@@ -43,6 +52,15 @@ _THANKS = re.compile(
     r"\b[\s\w,!.]*$",
     re.I,
 )
+_ACK = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:(?:ok|okay|k|kk|cool|great|nice|good|fine"
+    r"|perfect|awesome|super|lovely|alright|all right|sure|yes|yeah|yep|yup|no|nope|nah|got it"
+    r"|gotcha|i see|understood|sounds good|makes sense|fair enough|right|wow|haha|lol|oh|ah"
+    r"|will do|no worries|no problem|np|noted|then)\b[\s,!.]*)+"
+    r"(?:(?:thanks|thank you|thx|ty|cheers)\b[\s\w,!.]*)?$",
+    re.I,
+)
+_EMOJI_ONLY = re.compile(r"^[\W_]+$")
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
 )
@@ -80,11 +98,17 @@ def compose_for(ctx: ReplyContext) -> str:
         return GREETING
     if _THANKS.match(text) and len(text) < 60:
         return WELCOME
+    if len(text) < 60 and (_ACK.match(text) or _EMOJI_ONLY.match(text)):
+        return (
+            WELCOME
+            if re.search(r"\b(?:thanks|thank you|thx|ty|cheers)\b", text, re.I)
+            else ACKNOWLEDGED
+        )
     if _is_question(text):
         if ctx.memories:
             return "From what I remember:\n" + _cite(ctx)
         return NO_MEMORY
-    return NOTED
+    return OFFLINE_STATEMENT
 
 
 def reply(request: ReplyRequest) -> str:

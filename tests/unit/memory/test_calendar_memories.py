@@ -133,6 +133,7 @@ def test_circle_members_under_unknown_addresses_are_never_contacts() -> None:
     assert [m.content for m in memories] == [
         "Alice Liddell has a contact: Dr. Carol Diaz (carol@clinic.example)",
         "Alice Liddell has a contact: Ed (ed@garage.example)",
+        "Alice Liddell has dinner on Tuesday 10 March 2026 at 19:00 UTC",
     ]
 
 
@@ -155,7 +156,8 @@ def test_what_is_not_remembered() -> None:
             for i in range(MAX_CONTACT_ATTENDEES + 1)
         ],
     }
-    assert derive(crowd) == []
+    # a big meeting is remembered as an event, but its guests are not contacts
+    assert derive(crowd) == ["Alice has all hands on Tuesday 10 March 2026 at 10:00 UTC"]
     cancelled = {"id": "x", "title": "Call with Ann", "start": "2026-03-10T10:00:00Z"}
     assert derive({**cancelled, "status": "cancelled"}) == []
     assert derive({"id": "n", "start": "2026-03-10T10:00:00Z"}) == []  # no title
@@ -201,8 +203,7 @@ def test_recurring_series() -> None:
     assert recurring and last == datetime(2026, 3, 9, 18, 30, tzinfo=UTC)
     memories = derive_memories(weekly, owner_name="Alice", now=NOW)
     assert [m.content for m in memories] == [
-        "Alice has a weekly call with Mom, first on Monday 5 January 2026 at 18:00 UTC, "
-        "until Monday 9 March 2026"
+        "Alice has a call with Mom every Monday at 18:00 UTC, until Monday 9 March 2026"
     ]
     forever = parse_event(
         {
@@ -214,7 +215,7 @@ def test_recurring_series() -> None:
     )
     memories = derive_memories(forever, owner_name="Alice", now=NOW)
     assert [m.content for m in memories] == [
-        "Alice has a recurring lunch with Dad, first on Sunday 5 January 2025 at 12:00 UTC"
+        "Alice has lunch with Dad on the 5th of every other month at 12:00 UTC"
     ]
     # no end date: bounded, not remembered for ever (the sync renews it on any change)
     assert memories[0].expires_at == NOW + OPEN_SERIES_HORIZON
@@ -237,3 +238,114 @@ def test_recurring_series() -> None:
         }
     )
     assert derive_memories(ended, owner_name="Alice", now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "memory"),
+    [
+        (
+            {"title": "Therapy", "start": "2026-03-10T17:00:00Z", "zone": "Europe/Lisbon"},
+            "Alice has therapy on Tuesday 10 March 2026 at 17:00 Europe/Lisbon",
+        ),
+        (
+            {"summary": "Flight to Lisbon", "start": {"dateTime": "2026-03-12T07:05:00+01:00"}},
+            "Alice has a flight to Lisbon on Thursday 12 March 2026 at 07:05 UTC+01:00",
+        ),
+        (
+            {"title": "Sam's recital", "start": "2026-03-14T15:00:00Z"},
+            "Alice has Sam's recital on Saturday 14 March 2026 at 15:00 UTC",
+        ),
+        (
+            {"title": "Dinner at Luigi's", "start": "2026-03-13T19:30:00Z"},
+            "Alice has dinner at Luigi's on Friday 13 March 2026 at 19:30 UTC",
+        ),
+        (
+            {
+                "summary": "Away",
+                "eventType": "outOfOffice",
+                "start": {"date": "2026-03-16"},
+                "end": {"date": "2026-03-21"},
+            },
+            "Alice is out of office from Monday 16 March 2026 to Friday 20 March 2026",
+        ),
+    ],
+)
+def test_any_event_worth_remembering(raw: dict[str, Any], memory: str) -> None:
+    zone = raw.pop("zone", None)
+    assert derive({"id": "e", **raw}, zone=zone) == [memory]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"title": "Busy", "start": "2026-03-10T10:00:00Z"},
+        {"title": "Focus time", "start": "2026-03-10T10:00:00Z"},
+        {"title": "(No title)", "start": "2026-03-10T10:00:00Z"},
+        {"title": "???", "start": "2026-03-10T10:00:00Z"},
+        {"summary": "Home", "eventType": "workingLocation", "start": {"date": "2026-03-10"}},
+        {"summary": "Deep work", "eventType": "focusTime", "start": "2026-03-10T10:00:00Z"},
+    ],
+)
+def test_placeholders_are_not_remembered(raw: dict[str, Any]) -> None:
+    assert derive({"id": "p", **raw}) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "start", "memory"),
+    [
+        (
+            "FREQ=WEEKLY;BYDAY=TU",
+            "2026-01-06T18:00:00",
+            "Alice has therapy every Tuesday at 18:00 Europe/Paris",
+        ),
+        (
+            "FREQ=WEEKLY;BYDAY=TU,TH",
+            "2026-01-06T18:00:00",
+            "Alice has therapy every Tuesday and Thursday at 18:00 Europe/Paris",
+        ),
+        (
+            "FREQ=WEEKLY;INTERVAL=2;BYDAY=WE",
+            "2026-01-07T18:00:00",
+            "Alice has therapy every other Wednesday at 18:00 Europe/Paris",
+        ),
+        (
+            "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+            "2026-01-05T08:15:00",
+            "Alice has therapy on weekdays at 08:15 Europe/Paris",
+        ),
+        (
+            "FREQ=MONTHLY;BYDAY=1MO",
+            "2026-01-05T18:00:00",
+            "Alice has therapy on the first Monday of every month at 18:00 Europe/Paris",
+        ),
+        (
+            "FREQ=MONTHLY;BYMONTHDAY=21",
+            "2026-01-21T18:00:00",
+            "Alice has therapy on the 21st of every month at 18:00 Europe/Paris",
+        ),
+        (
+            "FREQ=DAILY",
+            "2026-01-05T07:00:00",
+            "Alice has therapy every day at 07:00 Europe/Paris",
+        ),
+        (
+            "FREQ=YEARLY",
+            "2025-06-02T10:00:00",
+            "Alice has therapy every year on 2 June at 10:00 Europe/Paris",
+        ),
+        (
+            "FREQ=WEEKLY;BYDAY=TU",
+            "2026-04-07T18:00:00",
+            "Alice has therapy every Tuesday at 18:00 Europe/Paris, starting Tuesday 7 April 2026",
+        ),
+    ],
+)
+def test_a_series_is_one_memory_worded_by_its_rule(rule: str, start: str, memory: str) -> None:
+    """Times are the event's, in its own zone (Europe/Paris here), whatever UTC says."""
+    raw = {
+        "id": "s",
+        "summary": "Therapy",
+        "start": {"dateTime": start, "timeZone": "Europe/Paris"},
+        "recurrence": [f"RRULE:{rule}"],
+    }
+    assert derive(raw) == [memory]

@@ -9,10 +9,13 @@ import numpy.typing as npt
 import pytest
 
 from memory.search.fusion import (
+    AbsoluteScale,
     BlendConfig,
     FusionConfig,
     FusionMethod,
     MemorySignals,
+    absolute_blend,
+    absolute_relevance,
     blend,
     fuse,
     fuse_arrays,
@@ -257,3 +260,45 @@ def test_vector_index_add_remove_and_search() -> None:
     assert index.scores(vectors[4])["v3"] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError):
         index.add_many(["x"], np.zeros((1, 3), np.float32))
+
+
+def test_pinned_memories_do_not_decay() -> None:
+    """Seed 001: a pinned memory keeps full recency at any age; unpinned, it fades."""
+    scores = blend(
+        {
+            "pinned_old": MemorySignals(relevance=0.8, age_days=3650, pinned=True),
+            "fresh": MemorySignals(relevance=0.8, age_days=0),
+            "old": MemorySignals(relevance=0.8, age_days=3650),
+        }
+    )
+    assert scores["pinned_old"] == pytest.approx(scores["fresh"])
+    assert scores["old"] < scores["pinned_old"]
+
+
+def test_absolute_relevance_is_fixed_per_leg_and_ignores_the_other_hits() -> None:
+    """DESIGN §6.3: a fixed, query-independent scale per leg. A document's relevance
+    depends on its own raw scores only, never on which other documents were found
+    (unlike min-max, which maps whatever is best to 1)."""
+    scale = AbsoluteScale()
+    alone = absolute_relevance([{"a": 0.55}, {"a": 0.5}], ["dense", "keyword"], [0.5, 0.5])
+    crowd = absolute_relevance(
+        [{"a": 0.55, "b": 0.9, "c": 0.4}, {"a": 0.5, "b": 1.0}],
+        ["dense", "keyword"],
+        [0.5, 0.5],
+    )
+    assert alone["a"] == pytest.approx(crowd["a"])
+    assert alone["a"] == pytest.approx(0.5 * scale.dense(0.55) + 0.5 * 0.5)
+    assert min_max_normalise({"a": 0.55})["a"] == 1.0  # what a lone weak hit used to get
+    assert scale.dense(0.1) == 0.0 and scale.dense(0.95) == 1.0
+    assert scale.keyword(0.0) == 0.0 and scale.keyword(1.0) == 1.0
+    assert 0.0 < crowd["c"] < crowd["a"] < crowd["b"] <= 1.0
+
+
+def test_absolute_blend_keeps_relevance_as_it_is() -> None:
+    weak = MemorySignals(relevance=0.2, age_days=0)
+    alone = absolute_blend({"weak": weak})
+    relative = blend({"weak": weak})
+    assert alone["weak"] < relative["weak"]
+    assert absolute_blend({"weak": weak, "strong": MemorySignals(relevance=0.9, age_days=0)})[
+        "weak"
+    ] == pytest.approx(alone["weak"])

@@ -8,6 +8,7 @@ from memory.rules.intents import (
     DirectiveIntent,
     detect_directive,
 )
+from memory.rules.intents.directive import directive_echo, directive_matches
 
 
 @pytest.mark.parametrize(
@@ -90,3 +91,68 @@ def test_directive_instruction_is_the_bare_sentence() -> None:
 )
 def test_not_a_directive(text: str) -> None:
     assert detect_directive(text) is None
+
+
+# --- saying it back, withdrawing, matching ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "echo"),
+    [
+        ("From now on, call me Skipper", "I'll call you Skipper."),
+        ("please answer in Portuguese", "I'll answer you in Portuguese."),
+        ("no emojis please", "I won't use emojis."),
+        ("never mention my ex", "I won't mention your ex."),
+        ("stop calling me Skip", "I won't call you Skip."),
+        ("always keep your answers short", "I'll always keep my answers short."),
+        ("always greet me in French", "I'll always greet you in French."),
+    ],
+)
+def test_a_directive_is_said_back_in_the_second_person(text: str, echo: str) -> None:
+    found = detect_directive(text)
+    assert found is not None and directive_echo(found) == echo
+
+
+@pytest.mark.parametrize(
+    ("text", "topic", "value"),
+    [
+        ("you can use emojis again", "avoid", "emojis"),
+        ("feel free to use bullet points again", "avoid", "bullet points"),
+        ("swearing is fine now", "avoid", "swearing"),
+        ("you don't have to keep your answers short anymore", "avoid", "your answers short"),
+        ("you can speak English again", "language", "English"),
+        ("cancel my instruction about jokes", "avoid", "jokes"),
+    ],
+)
+def test_a_withdrawal_is_a_revoking_directive(text: str, topic: str, value: str) -> None:
+    found = detect_directive(text)
+    assert found is not None and found.revoke
+    assert (found.topic, found.value) == (topic, value)
+
+
+@pytest.mark.parametrize(
+    "text", ["stop using emojis", "you can come again", "you can call me Al again"]
+)
+def test_not_withdrawals(text: str) -> None:
+    found = detect_directive(text)
+    assert found is None or not found.revoke
+
+
+def test_a_name_is_not_followed_by_anymore_or_again() -> None:
+    found = detect_directive("don't call me Skip anymore")
+    assert found is not None and found.value == "Skip"
+    found = detect_directive("you can call me Al again")
+    assert found is not None and (found.topic, found.value) == ("name", "Al")
+
+
+def test_matching_a_stored_directive() -> None:
+    assert directive_matches("emojis", "avoid", "emojis", "no emojis")
+    assert directive_matches("I don't want emojis", "avoid", "emojis", "no emojis", forgetting=True)
+    assert directive_matches("swear", "avoid", "swearing", "don't swear")
+    assert directive_matches("your answers short", "length", "short", "keep your answers short")
+    assert directive_matches("English", "language", "Spanish", "answer in Spanish")
+    # a fact that shares a word is not an instruction
+    assert not directive_matches(
+        "I like short stories", "length", "short", "keep it short", forgetting=True
+    )
+    assert not directive_matches("jokes", "avoid", "emojis", "no emojis")

@@ -76,3 +76,35 @@ def test_remember_payload(text: str, payload: str) -> None:
 )
 def test_not_a_remember_request(text: str) -> None:
     assert detect_remember(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "payload"),
+    [
+        ("The bike shed code is 2208, remember that", "The bike shed code is 2208"),
+        ("our lease ends in August - remember that!", "our lease ends in August"),
+        ("Leo's recital is on the 9th, don't forget", "Leo's recital is on the 9th"),
+        ("the landlord visits on Monday; keep that in mind", "the landlord visits on Monday"),
+        ("Mia takes her pills at 8... note that down", "Mia takes her pills at 8"),
+        ("The dentist moved to 4pm. Remember that.", "The dentist moved to 4pm"),
+        ("We swapped to the green bin. Don't forget!", "We swapped to the green bin"),
+        ("the spare fuse is in the drawer, make a note of it", "the spare fuse is in the drawer"),
+    ],
+)
+def test_a_closing_cue_keeps_what_was_said_before_it(text: str, payload: str) -> None:
+    assert detect_remember(text) == RememberIntent(payload=payload)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We met at that bar in Porto, remember that?",
+        "I will, don't forget",
+        "Is the shop open today? Remember that.",
+        "note that down",
+        "remember that, please",
+        "do you remember that",
+    ],
+)
+def test_a_closing_cue_needs_a_statement_before_it(text: str) -> None:
+    assert detect_remember(text) is None

@@ -6,7 +6,7 @@ import pytest
 
 from memory.models import Category, ThreadKind
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
-from memory.rules.tasks.reply import compose_for, reply
+from memory.rules.tasks.reply import ACKNOWLEDGED, OFFLINE_STATEMENT, compose_for, reply
 from tests.unit.memory.rules.tasks.journal import ALICE, NOW
 
 
@@ -70,7 +70,18 @@ def test_thanks_are_acknowledged_as_thanks(text: str) -> None:
     assert _reply_to(text, "the gate code is 4512") == "You're welcome!"
 
 
-def test_a_statement_is_noted_not_answered() -> None:
+def test_a_statement_is_not_answered_and_not_claimed_as_stored() -> None:
     assert _reply_to("@alfred the gate code changed yesterday", "the gate code is 4512") == (
-        "Noted — I'll keep it in mind."
+        OFFLINE_STATEMENT
     )
+    assert "noted" not in OFFLINE_STATEMENT.lower()
+
+
+@pytest.mark.parametrize("text", ["ok", "cool", "@alfred got it", "sounds good!", "👍", "ok then"])
+def test_acknowledgements_get_a_short_answer_that_claims_nothing(text: str) -> None:
+    assert _reply_to(text, "the gate code is 4512") == ACKNOWLEDGED
+
+
+@pytest.mark.parametrize("text", ["ok thanks", "cool, thank you!", "great, cheers"])
+def test_acknowledged_thanks_are_thanks(text: str) -> None:
+    assert _reply_to(text) == "You're welcome!"

@@ -1,0 +1,274 @@
+"""Honest replies: Alfred claims to have stored something only when it did, the erase
+prompt is settled by its asker's next message only, instructions are said back, used,
+withdrawn and forgotten, and "what do you remember about us/me?" lists what is there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.settings import Settings
+from tests.helpers.replay import dumps, replay_lines, replies, say
+
+STORING_CLAIMS = ("noted", "keep it in mind", "i'll remember", "remembered", "saved")
+
+
+def _texts(out: list[dict[str, Any]]) -> list[str]:
+    return [r["text"] for r in replies(out)]
+
+
+def _current(dump: dict[str, Any]) -> list[str]:
+    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
+
+
+async def test_acknowledgements_and_chatter_claim_nothing_was_stored(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "okay, thank you!"),
+            say("nora", "dm:nora", "great"),
+            say("nora", "dm:nora", "got it"),
+            say("nora", "dm:nora", "I might repaint the hallway at some point"),
+            say("nora", "dm:nora", "which bakery did the neighbours recommend?"),
+            say("omar", "group:home", "@alfred sounds good"),
+            {"dump": "all"},
+        ],
+        tmp_path / "a",
+    )
+    texts = _texts(out)
+    assert len(texts) == 6, texts
+    for text in texts:
+        assert not any(claim in text.lower() for claim in STORING_CLAIMS), text
+    assert dumps(out)[-1]["facts"] == [], "nothing was stored, and nothing was claimed"
+
+
+async def test_remember_still_says_it_stored(settings: Settings, tmp_path: Path) -> None:
+    """The other side of honesty: when something is stored, the reply says so."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that the boiler service is in March"),
+            {"dump": "all"},
+        ],
+        tmp_path / "b",
+    )
+    assert "remember" in _texts(out)[0].lower()
+    assert any("boiler" in c for c in _current(dumps(out)[-1]))
+
+
+async def test_the_erase_prompt_takes_a_natural_yes_from_the_asker(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that my locker code is 2291"),
+            say("omar", "dm:omar", "remember that I run on Thursdays"),
+            say("nora", "dm:nora", "please forget everything you know about me"),
+            {"clock": "+2m"},
+            say("nora", "dm:nora", "Sure, go ahead"),
+            say("omar", "dm:omar", "delete all my data"),
+            say("omar", "dm:omar", "do it"),
+            {"dump": "all"},
+        ],
+        tmp_path / "c",
+    )
+    texts = _texts(out)
+    assert texts[3].startswith("Done — I've erased everything"), texts[3]
+    assert texts[5].startswith("Done — I've erased everything"), texts[5]
+    assert _current(dumps(out)[-1]) == []
+
+
+async def test_the_erase_prompt_is_not_settled_by_someone_else_or_a_late_yes(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "group:home", "@alfred remember that I keep the tent in the attic"),
+            say("nora", "group:home", "@alfred forget everything about me"),
+            say("omar", "group:home", "@alfred yes please"),  # not Omar's to confirm
+            {"clock": "+6m"},
+            say("nora", "group:home", "@alfred yes please"),  # too late
+            say("nora", "group:home", "@alfred forget everything about me"),
+            say("nora", "group:home", "hmm, let me think about it"),  # not a yes
+            say("nora", "group:home", "@alfred yes"),  # the question is gone
+            {"dump": "all"},
+        ],
+        tmp_path / "d",
+    )
+    texts = [(r["to"], r["text"]) for r in replies(out)]
+    assert not any("erased" in t for _, t in texts), texts
+    late = texts[3]
+    assert late[0] == "nora" and "lapsed" in late[1] and "didn't erase" in late[1], late
+    cancelled = texts[5]
+    assert cancelled[0] == "nora" and "cancelled the erase" in cancelled[1], cancelled
+    assert any("tent" in c for c in _current(dumps(out)[-1]))
+
+
+async def test_an_addressed_non_answer_cancels_the_erase_and_is_answered(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that my locker code is 2291"),
+            say("nora", "dm:nora", "forget everything about me"),
+            say("nora", "dm:nora", "what is my locker code?"),
+        ],
+        tmp_path / "e",
+    )
+    answer = _texts(out)[2]
+    assert answer.startswith("OK — I've cancelled the erase: nothing was deleted."), answer
+    assert "2291" in answer
+
+
+async def test_an_instruction_is_said_back_used_by_recall_and_withdrawn(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "going forward, call me Captain"),
+            say("nora", "dm:nora", "what is my name?"),
+            say("nora", "dm:nora", "never mention my old job"),
+            say("nora", "dm:nora", "what do you remember about me?"),
+            say("nora", "dm:nora", "don't call me Captain anymore"),
+            say("nora", "dm:nora", "what do you remember about me?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "f",
+    )
+    texts = _texts(out)
+    assert "I'll call you Captain" in texts[0], texts[0]
+    assert "Captain" in texts[1], texts[1]
+    assert "I won't mention your old job" in texts[2], texts[2]
+    assert "Captain" in texts[3] and "never mention my old job" in texts[3], texts[3]
+    assert "won't call you Captain" in texts[4], texts[4]
+    assert "Captain" not in texts[5] and "old job" in texts[5], texts[5]
+    dump = dumps(out)[-1]
+    assert not [c for c in _current(dump) if "Captain" in c], _current(dump)
+    notes = [r["content"] for r in dump["reflections"]]
+    assert not [n for n in notes if "Captain" in n], notes
+
+
+async def test_a_new_preferred_name_replaces_the_old_one(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "please call me Nor"),
+            say("nora", "dm:nora", "actually, call me Nono"),
+            {"dump": "all"},
+        ],
+        tmp_path / "g",
+    )
+    current = _current(dumps(out)[-1])
+    assert [c for c in current if "preferred name" in c] == ["Nora's preferred name is Nono"]
+
+
+async def test_an_avoidance_can_be_withdrawn_and_another_forgotten(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("omar", "group:home", "@alfred don't use bullet points"),
+            say("omar", "group:home", "@alfred no jokes please"),
+            say("nora", "group:home", "@alfred you can use bullet points again"),  # not hers
+            say("omar", "dm:omar", "feel free to use bullet points again"),
+            say("omar", "group:home", "@alfred forget that I don't want jokes"),
+            {"dump": "all"},
+        ],
+        tmp_path / "h",
+    )
+    texts = _texts(out)
+    assert "I won't use bullet points" in texts[0], texts[0]
+    assert "nothing changes" in texts[2], texts[2]
+    assert "dropped your instruction" in texts[3] and "bullet points" in texts[3], texts[3]
+    assert "forgotten your instruction" in texts[4] and "jokes" in texts[4], texts[4]
+    dump = dumps(out)[-1]
+    assert [r for r in dump["reflections"] if r.get("directive")] == []
+    said = [m["text"] for m in dump["messages"]]
+    assert not [m for m in said if "no jokes" in m], said
+
+
+async def test_about_us_in_the_group_covers_members_and_never_a_dm(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The leak test: Alice's DM memory never reaches the group's "about us", while her
+    and Bob's group memories and the circle's do."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["alice", "bob"]},
+            say("alice", "dm:alice", "remember that I'm saving for a pottery wheel"),
+            say("alice", "dm:alice", "never mention my sister's wedding"),
+            say("alice", "group:home", "@alfred remember that I water the ferns"),
+            say("bob", "group:home", "@alfred remember that I fix the bikes"),
+            say("bob", "group:home", "@alfred remember that we recycle on Tuesdays"),
+            say("bob", "group:home", "@alfred what do you remember about us?"),
+            say("alice", "dm:alice", "what do you remember about us?"),
+        ],
+        tmp_path / "i",
+    )
+    group, dm = _texts(out)[-2:]
+    assert "ferns" in group and "bikes" in group and "recycle" in group, group
+    assert "pottery" not in group and "wedding" not in group, group
+    assert "pottery" not in dm and "wedding" not in dm and "bikes" not in dm, dm
+    assert "recycle" in dm and "ferns" in dm, dm
+
+
+async def test_about_me_says_when_there_is_more_than_it_lists(
+    settings: Settings, tmp_path: Path
+) -> None:
+    lines: list[Any] = [{"circle": "home", "members": ["nora", "omar"]}]
+    lines += [
+        say("nora", "dm:nora", f"remember that my locker number {n} is on floor {n + 40}")
+        for n in range(33)
+    ]
+    lines += [say("nora", "dm:nora", "what do you remember about me?")]
+    out = await replay_lines(settings, lines, tmp_path / "j")
+    recall = _texts(out)[-1]
+    assert "…and 3 more I haven't listed" in recall, recall
+
+
+async def test_notes_are_recalled_and_a_learned_instruction_can_be_withdrawn(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """An instruction said in the group without addressing Alfred is learned in the
+    background as a note: "about me" lists it, "about us" lists the circle's notes, and
+    the person can withdraw it like one given to Alfred directly."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "group:home", "please keep your replies brief"),
+            say("omar", "group:home", "we're planning a barbecue at the allotment for Sunday"),
+            say("nora", "group:home", "the forecast says sunshine"),
+            say("omar", "group:home", "I'll get the charcoal tomorrow"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            say("nora", "group:home", "@alfred what do you remember about me?"),
+            say("omar", "group:home", "@alfred what do you remember about us?"),
+            say("nora", "group:home", "@alfred no need to keep your replies brief anymore"),
+            say("nora", "group:home", "@alfred what do you remember about me?"),
+        ],
+        tmp_path / "k",
+    )
+    about_me, about_us, withdrawn, after = _texts(out)[-4:]
+    assert "brief" in about_me, about_me
+    assert "Notes:" in about_us and "barbecue" in about_us, about_us
+    assert "dropped your instruction" in withdrawn, withdrawn
+    assert "brief" not in after, after

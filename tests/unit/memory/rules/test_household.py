@@ -1,0 +1,101 @@
+"""Household basics the offline extractor learns: roles, pets, recurring dates,
+appointments and budgets; small talk about the same things is not a fact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.models import Category, ThreadKind
+from memory.prompts.common import Person
+from memory.rules.person import Voice
+from memory.rules.statements import clauses, match_statement
+
+NOW = datetime(2026, 1, 5, 9, tzinfo=UTC)
+GROUP = Voice.for_speaker(
+    "Dana", ThreadKind.GROUP, [Person(id="1", name="Dana"), Person(id="2", name="Eli")]
+)
+DM = Voice.for_speaker("Dana", ThreadKind.DM)
+
+
+def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
+    found = [match_statement(c, voice, NOW) for c in clauses(text)]
+    return [(f.content, f.category) for f in found if f is not None]
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "category"),
+    [
+        ("Our landlord is Mr. Patel", "Dana and Eli's landlord is Mr. Patel", "relationship"),
+        ("Dr. Okafor is our GP", "Dr. Okafor is Dana and Eli's GP", "relationship"),
+        ("Ruth is our neighbour", "Ruth is Dana and Eli's neighbour", "relationship"),
+        ("Pepper is our cat", "Pepper is Dana and Eli's cat", "relationship"),
+        (
+            "our vet is Dr. Gomez at the Elm Street clinic",
+            "Dana and Eli's vet is Dr. Gomez at the Elm Street clinic",
+            "relationship",
+        ),
+        (
+            "Our neighbour Ruth feeds the cat when we're away",
+            "Dana and Eli's neighbour Ruth feeds the cat when Dana and Eli are away",
+            "relationship",
+        ),
+        ("the rent is due on the 3rd", "Dana and Eli's rent is due on the 3rd", "fact"),
+        ("Bin day is Tuesday", "Dana and Eli's bin day is Tuesday", "fact"),
+        (
+            "the recycling goes out every other Friday",
+            "Dana and Eli's recycling goes out every other Friday",
+            "fact",
+        ),
+        (
+            "our home insurance renews in March",
+            "Dana and Eli's home insurance renews in March",
+            "fact",
+        ),
+        ("Our food budget is £350 a month", "Dana and Eli's food budget is £350 a month", "fact"),
+        (
+            "we spend around 80 euros a week on groceries",
+            "Dana and Eli spend around 80 euros a week on groceries",
+            "fact",
+        ),
+        ("the rent is 1400 a month", "Dana and Eli's rent is 1400 a month", "fact"),
+        (
+            "Our appointment with the notary is on March 3",
+            "Dana and Eli's appointment with the notary is on March 3",
+            "context",
+        ),
+        (
+            "Pepper's vet appointment is next Monday at 10",
+            "Pepper's vet appointment is next Monday at 10",
+            "context",
+        ),
+    ],
+)
+def test_household_basics(text: str, content: str, category: str) -> None:
+    assert facts(text) == [(content, Category(category))]
+
+
+def test_in_a_dm_the_household_is_the_speakers() -> None:
+    assert facts("the rent is due on the 1st", DM) == [
+        ("Dana's rent is due on the 1st", Category.FACT)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the bins are full",
+        "rent is crazy these days",
+        "bin day is a nightmare",
+        "our budget is tight this month",
+        "This is our vet",
+        "That is my neighbour's car",
+        "my landlord is useless",
+        "the wifi password is tulip42",
+        "maybe our budget is 300 a month",
+        "is the rent due on the 1st?",
+    ],
+)
+def test_small_talk_and_secrets_are_not_facts(text: str) -> None:
+    assert facts(text) == []
