@@ -184,14 +184,25 @@ async def test_database_killed_is_restarted_and_a_message_sent_meanwhile_is_kept
         await asyncio.to_thread(mongo.release)
 
 
-async def test_job_queue_killed_is_restarted_and_the_worker_forms_again(tmp_path: Path) -> None:
+async def test_job_queue_killed_is_restarted_and_the_worker_forms_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jobs.inprocess")
     data_dir = tmp_path / "data"
     leases = await own_servers(data_dir, "redis", "mongo")
     redis = leases["redis"]
     assert redis.server_pid is not None
     settings = make_settings(data_dir, mongodb_database="alfred_healing_q")
     async with FakeTelegram(bot_username="alfred") as tg, running_bot(settings, tg) as task:
-        os.kill(redis.server_pid, signal.SIGKILL)
+        # Held down longer than a client's reconnect retries: the worker's loop ends.
+        os.kill(redis.supervisor_pid, signal.SIGSTOP)
+        try:
+            os.kill(redis.server_pid, signal.SIGKILL)
+            await eventually(
+                lambda: "in-process worker lost Redis" in caplog.text, "the worker noticed"
+            )
+        finally:
+            os.kill(redis.supervisor_pid, signal.SIGCONT)
         await eventually(restarted(redis), "the job queue restarted")
         assert current(redis).port == redis.port
 
