@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ from integrations.redis.queue import (
     COLD_SESSIONS,
     FORM_THREAD,
     REQUEUE_OUTBOX,
+    UNREACHABLE_ERRORS,
     JobQueue,
     QueuePool,
 )
@@ -63,20 +64,58 @@ def _ctx(
     }
 
 
-@dataclass
-class InprocessWorker:
-    """A running in-process worker."""
+#: Seconds between attempts to start the in-process worker again while Redis is down.
+RESTART_DELAYS = (0.2, 0.5, 1.0, 2.0)
 
-    worker: Worker
-    task: asyncio.Task[None]
+
+class InprocessWorker:
+    """A running in-process worker that outlives a Redis outage.
+
+    arq's polling loop ends at the first connection error, which would leave the bot
+    without a worker until it is restarted. Here the loop is started again (a fresh arq
+    worker on a fresh connection pool) until Redis answers; jobs that were running are
+    cancelled with it, and what they did not finish is queued again from the outbox by
+    the requeue cron (or run again by arq, whose job record survived in Redis).
+    """
+
+    def __init__(self, make: Callable[[], Worker]) -> None:
+        self._make = make
+        self.worker = make()
+        self.restarts = 0
+        self._stopping = False
+        self.task = asyncio.create_task(self._run(), name="alfred-inprocess-worker")
 
     @property
     def queue_name(self) -> str:
         return self.worker.queue_name
 
+    async def _run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                await self.worker.async_run()
+                return
+            except UNREACHABLE_ERRORS as exc:
+                if self._stopping:
+                    raise
+                delay = RESTART_DELAYS[min(failures, len(RESTART_DELAYS) - 1)]
+                failures += 1
+                log.warning(
+                    "in-process worker lost Redis (%s); starting it again in %.1fs",
+                    type(exc).__name__,
+                    delay,
+                )
+            await _discard(self.worker)
+            await asyncio.sleep(delay)
+            if self._stopping:
+                return
+            self.worker = self._make()
+            self.restarts += 1
+
     async def stop(self, grace: float = 10.0) -> None:
         """Stop taking jobs, give running ones ``grace`` seconds, then cancel the rest
         (arq puts them back in the queue) and run ``shutdown``."""
+        self._stopping = True
         self.worker.allow_pick_jobs = False
         running = [t for t in self.worker.tasks.values() if not t.done()]
         if running:
@@ -89,6 +128,17 @@ class InprocessWorker:
                 await _ignoring_inner_cancel(awaitable)
             except CLOSE_ERRORS as exc:
                 log.warning("in-process worker %s on a dead queue: %r", step, exc)
+
+
+async def _discard(worker: Worker) -> None:
+    """Let go of an arq worker whose Redis died: cancel its jobs, close its pool."""
+    pool = worker.pool
+    # A dead Redis fails close() half-way: its health key stays until it expires.
+    with contextlib.suppress(*CLOSE_ERRORS):
+        await _ignoring_inner_cancel(worker.close())
+    with contextlib.suppress(*CLOSE_ERRORS):
+        if pool is not None:
+            await pool.aclose()
 
 
 async def _ignoring_inner_cancel(awaitable: Awaitable[Any]) -> None:
@@ -115,17 +165,19 @@ async def start_inprocess_worker(
     """Run the arq worker as a task of this event loop, with ``services`` (not closed by
     the worker) and ``redis`` (the queue's server; not closed either)."""
     name = queue_name(services.settings)
-    worker = Worker(
-        **worker_options(config, crons=crons),
-        redis_pool=_pool(redis, name),
-        queue_name=name,
-        handle_signals=False,
-        max_jobs=max_jobs,
-        poll_delay=poll_delay,
-        ctx=_ctx(services, redis, config, recover=True),
-    )
-    task = asyncio.create_task(worker.async_run(), name="alfred-inprocess-worker")
-    return InprocessWorker(worker, task)
+
+    def make() -> Worker:
+        return Worker(
+            **worker_options(config, crons=crons),
+            redis_pool=_pool(redis, name),
+            queue_name=name,
+            handle_signals=False,
+            max_jobs=max_jobs,
+            poll_delay=poll_delay,
+            ctx=_ctx(services, redis, config, recover=True),
+        )
+
+    return InprocessWorker(make)
 
 
 async def drain(

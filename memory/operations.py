@@ -2,12 +2,15 @@
 the clarifications that formation leaves for a person.
 
 These run while the person waits, so each is a handful of queries and at most one fast
-model call. Everything reads through the viewer (the privacy filter is in every query)
+model call, bounded by its own budget (``model_budget`` seconds, retries included): a
+model that hangs or keeps failing leaves the words stored as said, not a person waiting.
+Everything reads through the viewer (the privacy filter is in every query)
 and writes into the partition the thread decides, never one the model names.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -100,6 +103,7 @@ class MemoryOperations:
         embedder: Embedder,
         clock: Clock,
         mirror: SemanticMirror | None = None,
+        model_budget: float | None = None,
     ) -> None:
         self.facts = facts
         self.writer = writer
@@ -109,6 +113,7 @@ class MemoryOperations:
         self.embedder = embedder
         self.clock = clock
         self.mirror = mirror
+        self.model_budget = model_budget
 
     async def facts_from(
         self,
@@ -137,10 +142,16 @@ class MemoryOperations:
             ],
         )
         try:
-            found = (await self.llm.run(EXTRACT_FACTS, ctx)).facts
+            async with asyncio.timeout(self.model_budget):
+                found = (await self.llm.run(EXTRACT_FACTS, ctx)).facts
         except (LLMOutputError, Unavailable) as exc:
             # An explicit request is stored at once even when the model cannot help.
             log.warning("hot-path extraction failed, storing the words as said: %s", exc.one_line())
+            found = []
+        except TimeoutError:
+            log.warning(
+                "hot-path extraction took over %gs, storing the words as said", self.model_budget
+            )
             found = []
         out = [
             (f.content, f.category, f.importance, f.about == "circle")

@@ -199,6 +199,7 @@ def build_assistant(
         embedder=services.embedder,
         clock=services.clock,
         mirror=services.mirror,
+        model_budget=services.settings.llm_explicit_budget,
     )
     deps = ReplyDeps(
         clock=services.clock,

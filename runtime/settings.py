@@ -155,6 +155,10 @@ class LLMSettings(OpenAIEndpointSettings):
     llm_fast_model: str = "gpt-4o-mini"
     llm_slow_model: str = "gpt-4o"
     llm_chat_model: str = "gpt-4o-mini"
+    # Seconds an explicit "remember that …" (or "actually …") waits for the model to
+    # read it, all retries included; after that the words are stored as said. The
+    # person is waiting, and LLM_TIMEOUT with its retries would be minutes.
+    llm_explicit_budget: float = Field(default=5.0, gt=0)
 
     @property
     def llm_mode(self) -> Mode:

@@ -16,5 +16,5 @@ bench_app = typer.Typer(
     no_args_is_help=True,
 )
 
-for _name in ("locomo", "retrieval", "formation", "bot", "telegram"):
+for _name in ("locomo", "retrieval", "formation", "bot", "telegram", "faults"):
     importlib.import_module(f"bot.bench.{_name}").register(bench_app)

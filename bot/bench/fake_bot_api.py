@@ -87,9 +87,9 @@ class FakeBotApi:
     def group(chat_id: int, title: str) -> JSON:
         return {"id": chat_id, "type": "group", "title": title}
 
-    def push_text(self, chat: JSON, sender: JSON, text: str) -> None:
-        """Queue a text message; ``@<bot>`` and a leading ``/command`` become entities, as
-        Telegram marks them."""
+    def push_text(self, chat: JSON, sender: JSON, text: str) -> JSON:
+        """Queue a text message (the update is returned); ``@<bot>`` and a leading
+        ``/command`` become entities, as Telegram marks them."""
         message: JSON = {
             "message_id": next(self._message_ids),
             "date": int(time.time()),
@@ -107,8 +107,10 @@ class FakeBotApi:
             entities.append({"type": "bot_command", "offset": 0, "length": len(text.split()[0])})
         if entities:
             message["entities"] = entities
-        self._pending.append({"update_id": next(self._update_ids), "message": message})
+        update = {"update_id": next(self._update_ids), "message": message}
+        self._pending.append(update)
         self._pushed.set()
+        return update
 
     async def wait_for(self, chat_id: int, count: int, timeout: float) -> list[Sent]:  # noqa: ASYNC109
         """The first ``count`` messages sent to ``chat_id``, waiting at most ``timeout``."""

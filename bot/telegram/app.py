@@ -35,6 +35,7 @@ from bot.telegram.handlers.messages import Messages
 from bot.telegram.ordering import ChatOrderedProcessor, ChatRateLimiter
 from bot.telegram.sending import Replier
 from bot.telegram.unreadable import ReadableUpdates
+from runtime.watch import DependencyWatch
 from services.reply.assistant import Assistant
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def build_application(
     spool: Spool | None = None,
     unreadable: Path | None = None,
     concurrency: int = 1,
+    watch: DependencyWatch | None = None,
     post_init: Callable[[Application[Any, Any, Any, Any, Any, Any]], Coroutine[Any, Any, None]]
     | None = None,
 ) -> Application[Any, Any, Any, Any, Any, Any]:
@@ -67,7 +69,8 @@ def build_application(
     ``concurrency`` above 1 handles updates of different chats side by side (each chat's
     in order, see :mod:`bot.telegram.ordering`); 1 keeps PTB's one at a time, in arrival
     order. Either way :meth:`Application.process_update` (the replay) handles one update
-    to the end before returning."""
+    to the end before returning. ``watch`` says when the database is known to be down:
+    messages are then spooled and answered at once (:mod:`bot.telegram.handlers.messages`)."""
     builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = ApplicationBuilder().token(token)
     if base_url:
         builder = builder.base_url(base_url)
@@ -87,7 +90,10 @@ def build_application(
     application = builder.build()
     replier = Replier(assistant)
     membership = MembershipHandlers(assistant, spool)
-    application.add_handler(TypeHandler(Update, UpdateDeduplicator().gate), group=-1)
+    dedup = UpdateDeduplicator()
+    if spool is not None:
+        spool.on_add = dedup.forget
+    application.add_handler(TypeHandler(Update, dedup.gate), group=-1)
     application.add_handler(
         ChatMemberHandler(membership.bot_membership, ChatMemberHandler.MY_CHAT_MEMBER)
     )
@@ -105,7 +111,7 @@ def build_application(
             (filters.UpdateType.MESSAGES | filters.UpdateType.EDITED_MESSAGE)
             & ~filters.StatusUpdate.ALL
             & ~filters.COMMAND,
-            Messages(assistant, replier, spool).handle,
+            Messages(assistant, replier, spool, watch).handle,
         )
     )
     application.add_error_handler(on_error)

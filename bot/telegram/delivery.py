@@ -1,12 +1,14 @@
 """Each update handled once, and none lost: redelivered updates are dropped by
-``update_id``; an update that fails because a dependency is down is written to a spool
-file and retried at the next start."""
+``update_id``; an update that fails because a dependency is down (or arrives while it is
+known to be down) is written to a spool file and replayed once the dependency is back,
+or at the next start."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,10 @@ class UpdateDeduplicator:
             self._seen.popitem(last=False)
         return True
 
+    def forget(self, update_id: int) -> None:
+        """Let ``update_id`` through once more: it was spooled and will be replayed."""
+        self._seen.pop(update_id, None)
+
     async def gate(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """First handler group: drop updates seen before."""
         if not self.first_time(update.update_id):
@@ -44,11 +50,26 @@ class Spool:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        #: Updates put back in the queue by a replay: their person was told already, so
+        #: a second failure is spooled again without a second apology.
+        self.replaying: set[int] = set()
+        #: Called with each spooled update's id (the deduplicator's ``forget``), so its
+        #: replay in this process is not dropped as a redelivery.
+        self.on_add: Callable[[int], None] | None = None
 
     def add(self, update: Update) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(update.to_dict()) + "\n")
+        if self.on_add is not None:
+            self.on_add(update.update_id)
+
+    def replayed(self, update_id: int) -> bool:
+        """Whether this update comes from a replay (asked once, when it is handled)."""
+        if update_id in self.replaying:
+            self.replaying.discard(update_id)
+            return True
+        return False
 
     def take(self) -> list[dict[str, Any]]:
         if not self.path.exists():

@@ -5,6 +5,11 @@ reconciles the Atlas search indexes; migration 0004 imports what it can of a leg
 memory system and logs what it skipped), starts the background worker
 in-process (unless ``RUN_WORKER=external``) and the Telegram application; it stops
 cleanly on SIGINT/SIGTERM, letting go of the embedded servers last.
+
+While it runs, a :class:`DependencyWatch` pings the database: while it is down, messages
+are spooled and answered at once, and the spool is replayed as soon as it answers again
+(the embedded server's supervisor restarts a dead server within seconds; the driver
+reconnects by itself).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from telegram.error import InvalidToken, NetworkError
 
 from bot.telegram.app import build_application
 from bot.telegram.delivery import Spool
+from bot.telegram.handlers.messages import DATABASE
 from bot.telegram.webhook import make_web_app, webhook_path
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
@@ -33,6 +39,7 @@ from runtime.erasure import ErasureFiles
 from runtime.health import add_health_routes, start_health_server
 from runtime.metrics import watch_services
 from runtime.settings import Settings
+from runtime.watch import DependencyWatch
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
     services = await build_services(settings)
     background: Any = None
     health: Any = None
+    watch = DependencyWatch({DATABASE: lambda: services.mongo.client.admin.command("ping")})
     try:
         await migrate(
             MigrationContext(
@@ -107,12 +115,19 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             spool=spool,
             unreadable=spool.path.with_name("unreadable.jsonl"),
             concurrency=settings.update_concurrency,
+            watch=watch,
         )
         await _connect(application, settings)
         async with application:
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
             await _replay_spool(application, spool)
+
+            async def replay_after(name: str) -> None:
+                await _replay_spool(application, spool)
+
+            watch.on_recovery(replay_after)
+            watch.start()
             from integrations.google.oauth_http import serve_oauth_redirect
             from runtime.calendar import oauth_routes, telegram_notifier
 
@@ -146,8 +161,10 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                     await application.updater.stop()
                     if oauth is not None:
                         await oauth.cleanup()
+            await watch.aclose()  # no replay into a queue that is about to stop
             await application.stop()
     finally:
+        await watch.aclose()
         if health is not None:
             await health.cleanup()
         if background is not None:
@@ -193,8 +210,9 @@ def webhook_secret(settings: Settings) -> str:
 
 
 async def _replay_spool(application: Any, spool: Spool) -> None:
-    """Updates spooled while a dependency was down get another try at start-up (one that
-    fails again is spooled again)."""
+    """Updates spooled while a dependency was down get another try, at start-up and when
+    the dependency is back (one that fails again is spooled again, without a second
+    apology)."""
     replayed = 0
     for data in spool.take():
         try:
@@ -202,6 +220,7 @@ async def _replay_spool(application: Any, spool: Spool) -> None:
         except (TypeError, KeyError, AttributeError, ValueError):
             log.warning("dropped a spooled update PTB cannot read")
             continue
+        spool.replaying.add(update.update_id)
         await application.update_queue.put(update)
         replayed += 1
     if replayed:

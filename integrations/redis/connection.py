@@ -19,6 +19,7 @@ from redis.exceptions import AuthenticationError, RedisError
 
 from integrations.modes import Mode
 from integrations.mongo.connection import redact
+from integrations.redis.queue import reconnecting
 from memory.errors import ConfigurationError, Unavailable
 
 
@@ -56,7 +57,10 @@ async def connect_redis(
     released when this fails)."""
     try:
         client = Redis.from_url(
-            url, socket_timeout=ping_timeout, socket_connect_timeout=ping_timeout
+            url,
+            socket_timeout=ping_timeout,
+            socket_connect_timeout=ping_timeout,
+            **reconnecting(),
         )
     except ValueError as exc:
         if lease is not None:

@@ -17,6 +17,8 @@ from arq.connections import ArqRedis
 from arq.constants import health_check_key_suffix, in_progress_key_prefix, result_key_prefix
 from arq.jobs import DeserializationError, Job, JobResult, JobStatus, deserialize_result
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import BusyLoadingError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -37,6 +39,17 @@ UNREACHABLE_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 ENQUEUE_ERRORS: Final = (RedisError, OSError)
 #: What closing a client or a worker on a dead server raises: stopping ignores them.
 CLOSE_ERRORS: Final = (RedisError, OSError, TimeoutError)
+
+
+def reconnecting() -> dict[str, Any]:
+    """Client options that make a command reconnect and try again (three times, within
+    about a second) when its connection broke: after the server restarted (the embedded
+    supervisor does that within seconds) the pooled connections are dead, and the first
+    command on each would otherwise fail although the server answers again."""
+    return {
+        "retry": Retry(ExponentialBackoff(cap=0.5, base=0.1), 3),
+        "retry_on_error": [RedisConnectionError],
+    }
 
 
 _STATES = {
@@ -67,7 +80,12 @@ class QueuePool(ArqRedis):
         """A client for ``url`` and ``queue_name`` that connects lazily (never fails here)."""
         pool = cast(
             QueuePool,
-            cls.from_url(url, socket_connect_timeout=connect_timeout, socket_timeout=timeout),
+            cls.from_url(
+                url,
+                socket_connect_timeout=connect_timeout,
+                socket_timeout=timeout,
+                **reconnecting(),
+            ),
         )
         pool.default_queue_name = queue_name
         return pool

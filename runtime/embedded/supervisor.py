@@ -13,6 +13,12 @@ asking us to stop (``SIGUSR1``: stop now, nothing worth saving), and someone may
 data folder right after a run. Either way there is nothing left to save, so the server is
 killed rather than asked to save into a folder that is gone (Valkey refuses to exit when
 it cannot save), and the supervisor exits cleanly instead of failing on the missing files.
+
+A server that dies on its own (``kill -9``, a crash, the OOM killer) while clients hold
+leases is started again at once, on the same port and the same data folder, so the bot
+and the worker reconnect by themselves instead of waiting for someone to restart them.
+A server that keeps dying (``RESTART_LIMIT`` times within ``RESTART_WINDOW`` seconds) is
+not restarted again: the supervisor exits and the next client to ask starts a new one.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ TICK = 0.1  # how often the child and the stop flag are checked
 LEASE_SCAN = 0.5  # how often dead clients' leases are pruned
 STOP_TIMEOUT = 15.0  # SIGTERM, then SIGKILL: WiredTiger needs a moment to checkpoint
 AUTO_PORT_ATTEMPTS = 3  # another program may grab a free port before the server binds it
+RESTART_LIMIT = 5  # restarts of a dead server within RESTART_WINDOW before giving up
+RESTART_WINDOW = 60.0
+RESTART_DELAYS = (0.0, 0.5, 1.0, 2.0, 4.0)  # before each restart: a crash loop backs off
 _PR_SET_PDEATHSIG = 1
 
 EXIT_OK, EXIT_CONFIG, EXIT_UNAVAILABLE, EXIT_SERVER_DIED = 0, 2, 3, 4
@@ -297,8 +306,43 @@ class Supervisor:
 
     # -- run -----------------------------------------------------------------------
 
-    def monitor(self, proc: subprocess.Popen[bytes]) -> int:
-        """Watch the server and the leases until one of them says to stop."""
+    def monitor(self, proc: subprocess.Popen[bytes], port: int) -> int:
+        """Watch the server and the leases until one of them says to stop; a server that
+        dies on its own while clients need it is restarted (see the module docstring)."""
+        restarts: list[float] = []
+        while True:
+            outcome = self._watch(proc)
+            if outcome is not None:
+                return outcome
+            code = proc.returncode
+            why = log_tail(self.paths.log, self._log_offset, lines=3) or "no output"
+            now = time.monotonic()
+            restarts = [t for t in restarts if now - t < RESTART_WINDOW]
+            if not live_leases(self.paths):
+                with contextlib.suppress(OSError):
+                    remove(self.paths.state)
+                self.note(f"the server exited on its own with code {code}: {why}; no client")
+                return EXIT_SERVER_DIED
+            if len(restarts) >= RESTART_LIMIT:
+                with contextlib.suppress(OSError):
+                    remove(self.paths.state)
+                self.note(
+                    f"the server exited on its own with code {code}: {why}; it died "
+                    f"{len(restarts) + 1} times within {RESTART_WINDOW:g}s, not restarting"
+                )
+                return EXIT_SERVER_DIED
+            self.note(
+                f"the server exited on its own with code {code}: {why}; restarting it on "
+                f"port {port} ({len(restarts) + 1}/{RESTART_LIMIT})"
+            )
+            restarts.append(now)
+            restarted = self._restart(port, RESTART_DELAYS[len(restarts) - 1])
+            if isinstance(restarted, int):
+                return restarted
+            proc = restarted
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> int | None:
+        """Until a reason to stop (its exit code) or the server's own exit (None)."""
         last_client = time.monotonic()
         next_scan = 0.0
         while True:
@@ -308,15 +352,8 @@ class Supervisor:
             if self.stop_requested:
                 self.shutdown("asked to stop by a signal")
                 return EXIT_OK
-            code = proc.poll()
-            if code is not None:
-                with contextlib.suppress(OSError):
-                    remove(self.paths.state)
-                self.note(
-                    f"the server exited on its own with code {code}: "
-                    f"{log_tail(self.paths.log, self._log_offset, lines=3) or 'no output'}"
-                )
-                return EXIT_SERVER_DIED
+            if proc.poll() is not None:
+                return None
             now = time.monotonic()
             if now >= next_scan:
                 next_scan = now + LEASE_SCAN
@@ -331,6 +368,42 @@ class Supervisor:
                         return EXIT_OK
                     last_client = now
             time.sleep(TICK)
+
+    def _restart(self, port: int, delay: float) -> subprocess.Popen[bytes] | int:
+        """Start the server again on ``port``: the new process, or the exit code when it
+        cannot be (asked to stop meanwhile, the folder gone, or it would not start).
+
+        The state file says "starting" meanwhile, so a client that asks now waits for
+        the new server instead of starting a second one on the same folder."""
+        self._publish()
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and not self.stop_requested:
+            time.sleep(TICK)
+        if self.folder_gone():
+            remove(self.paths.state)
+            self.note("not restarting: the data folder is gone")
+            return EXIT_OK
+        try:
+            if self.stop_requested:
+                raise _StopRequested
+            self._log_offset = self.paths.log.stat().st_size
+            self.proc = self._spawn(port)
+            ready = self._wait_ready(self.proc, port, time.monotonic() + self.startup_timeout)
+        except _StopRequested:
+            self._stop_server("asked to stop during a restart", discard=self.discard_requested)
+            remove(self.paths.state)
+            return EXIT_OK
+        except (AlfredError, OSError) as exc:
+            self._stop_server("the restart failed")
+            remove(self.paths.state)
+            self.note(f"restart failed: {exc}")
+            return EXIT_SERVER_DIED
+        if not ready:
+            # It died again at once: the next round of monitor() counts it and decides.
+            return self.proc
+        self._publish(port)
+        self.note(f"server restarted: pid {self.proc.pid} listens on port {port}")
+        return self.proc
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
@@ -371,7 +444,7 @@ class Supervisor:
             raise Unavailable(self.component, "the server was not started")
         self._publish(port)
         self.note(f"server pid {proc.pid} listens on port {port}")
-        return self.monitor(proc)
+        return self.monitor(proc, port)
 
     def stop_on_crash(self) -> None:
         """Our own failure must not orphan the server: stop it before we die. A folder

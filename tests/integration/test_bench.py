@@ -167,3 +167,40 @@ def test_bench_telegram_busy_group_then_dm(tmp_path: Path) -> None:
     assert result["group_per_minute"] == pytest.approx(3 / result["group_s"] * 60, rel=0.01)
     _, summary = bench(tmp_path, "telegram", "--mentions", "3")
     assert "the DM behind 3 group mentions was answered in" in summary
+
+
+def test_bench_faults_runs_the_drills_and_loses_nothing(tmp_path: Path) -> None:
+    # kill-worker needs formations, hence more traffic than this: it has its own test.
+    drills = "kill-mongo,kill-redis,model-errors,model-garbage,model-hang"
+    args = ("faults", "--drills", drills, "--messages", "9", "--senders", "3", "--json")
+    result, _ = bench(tmp_path, *args, "--interval", "0.05")
+    assert result is not None
+    drills = {d["name"]: d for d in result["drills"]}
+    assert list(drills) == [
+        "kill-mongo",
+        "kill-redis",
+        "model-errors",
+        "model-garbage",
+        "model-hang",
+    ]
+    for name, d in drills.items():
+        assert set(d) >= {"name", "sent", "confirmed", "stored", "lost", "duplicated", "recovery_s"}
+        assert d["sent"] == 9 and d["after_fault"] == 6, name
+        assert d["confirmed"] == d["stored"] == 9, name
+        assert d["lost"] == 0 and d["duplicated"] == 0, name
+        assert d["recovery_s"] is not None, name
+        # a server was restarted by its supervisor only where one was killed
+        assert (d["server_restart_s"] is not None) == name.startswith("kill-"), name
+
+
+def test_bench_faults_kills_the_worker_mid_formation(tmp_path: Path) -> None:
+    args = ("faults", "--drills", "kill-worker", "--messages", "24", "--senders", "2")
+    result, _ = bench(tmp_path, *args, "--interval", "0.05", "--timeout", "150", "--json")
+    assert result is not None
+    (drill,) = result["drills"]
+    assert drill["name"] == "kill-worker" and drill["worker_killed"] is True
+    assert drill["sent"] == drill["confirmed"] == drill["stored"] == 24
+    assert drill["lost"] == 0 and drill["duplicated"] == 0
+    # the formation it was killed in, and the others, were formed by the next worker
+    assert drill["formations_done"] >= 1 and drill["formations_open"] == 0
+    assert drill["recovery_s"] is not None

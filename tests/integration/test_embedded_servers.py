@@ -28,13 +28,15 @@ from redis.asyncio import Redis
 from memory.errors import ConfigurationError, Unavailable
 from runtime.embedded import EmbeddedLease, Kind, acquire, stop_before_removal
 from runtime.embedded.probe import answers
+from runtime.embedded.servers import find_program
 from runtime.embedded.state import (
     EmbeddedPaths,
     process_alive,
     read_failure,
     read_state,
+    write_lease,
 )
-from runtime.embedded.supervisor import LEASE_SCAN
+from runtime.embedded.supervisor import EXIT_SERVER_DIED, LEASE_SCAN, RESTART_LIMIT
 
 GRACE = 1.0  # the supervisor's default
 STOP_DEADLINE = 15.0
@@ -302,20 +304,77 @@ async def test_supervisor_stops_its_server_on_sigterm(tmp_path: Path) -> None:
     assert "asked to stop by a signal" in EmbeddedPaths(tmp_path, "redis").log.read_text()
 
 
-async def test_server_dying_on_its_own_is_logged_and_replaced(tmp_path: Path) -> None:
+async def test_server_dying_on_its_own_is_restarted_on_its_port_with_its_data(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the server while a client holds it: the supervisor starts it again on
+    the same port and folder, so a client that keeps its URL finds it (and its data)."""
     paths = EmbeddedPaths(tmp_path, "redis")
     with await take("redis", tmp_path) as lease:
         assert lease.server_pid is not None
+        client = Redis.from_url(lease.url)
+        await client.set("kept", "across the crash")
+        await client.aclose()
         os.kill(lease.server_pid, signal.SIGKILL)
-        await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor exits")
-        assert not paths.state.exists()
-        assert "the server exited on its own with code -9" in paths.log.read_text()
-        with await take("redis", tmp_path) as fresh:
-            assert fresh.server_pid != lease.server_pid
-            client = Redis.from_url(fresh.url)
-            assert await client.ping() is True
-            await client.aclose()
-    await server_stopped(fresh)
+
+        def restarted() -> bool:
+            state = read_state(paths)
+            return (
+                state is not None
+                and state.ready
+                and state.server_pid not in (None, lease.server_pid)
+                and answers("redis", state.port)
+            )
+
+        await eventually(restarted, "the server restarted")
+        state = read_state(paths)
+        assert state is not None
+        assert state.port == lease.port and state.supervisor_pid == lease.supervisor_pid
+        assert not process_alive(lease.server_pid)
+        log = paths.log.read_text()
+        assert "the server exited on its own with code -9" in log
+        assert "server restarted" in log
+        client = Redis.from_url(lease.url)  # the URL the client had all along
+        assert await client.get("kept") == b"across the crash"
+        await client.aclose()
+        with await take("redis", tmp_path) as again:  # a newcomer shares the restarted one
+            assert again.server_pid == state.server_pid
+    await server_stopped(again)
+
+
+async def test_a_server_that_keeps_dying_is_given_up_on(tmp_path: Path) -> None:
+    """A crash loop is not restarted forever: after RESTART_LIMIT deaths within the
+    window the supervisor stops trying, says so, and exits (a client starts anew)."""
+    paths = EmbeddedPaths(tmp_path, "redis")
+    paths.leases.mkdir(parents=True)
+    write_lease(paths, os.getpid())  # a client holds it: a dead server is restarted
+    mark = tmp_path / "started-once"
+    # The real server the first time; every restart dies at once.
+    program = fake_server(
+        tmp_path, f'[ -e "{mark}" ] && exit 3\ntouch "{mark}"\nexec "{find_program("redis")}" "$@"'
+    )
+    argv = [
+        sys.executable, "-m", "runtime.embedded.supervisor",
+        "--kind", "redis", "--data-dir", str(tmp_path), "--server-program", str(program),
+    ]  # fmt: skip
+    supervisor = await asyncio.create_subprocess_exec(*argv)
+    try:
+        await eventually(
+            lambda: (state := read_state(paths)) is not None and state.ready, "started"
+        )
+        state = read_state(paths)
+        assert state is not None and state.server_pid is not None
+        os.kill(state.server_pid, signal.SIGKILL)
+        code = await asyncio.wait_for(supervisor.wait(), 60)
+    finally:
+        if supervisor.returncode is None:
+            supervisor.kill()
+            await supervisor.wait()
+    assert code == EXIT_SERVER_DIED
+    log = paths.log.read_text()
+    assert log.count("restarting it on port") == RESTART_LIMIT
+    assert f"died {RESTART_LIMIT + 1} times within" in log and "not restarting" in log
+    assert not paths.state.exists()
 
 
 async def test_a_fixed_free_port_is_used(tmp_path: Path) -> None:

@@ -3,7 +3,10 @@ a word saying Alfred reads text only.
 
 An edited message is handled (the journal keeps the new text) but never answered: the
 answer to the original was sent already. A message that fails because a dependency is
-down is spooled for retry, and the person who asked is told so.
+down is spooled for retry, and the person who asked is told so. While the database is
+known to be down (:class:`runtime.watch.DependencyWatch`), a message is not even tried:
+it is spooled and answered at once, instead of after the driver's server-selection
+timeout, and replayed when the database is back.
 """
 
 from __future__ import annotations
@@ -16,9 +19,18 @@ from telegram.ext import ContextTypes
 from bot.telegram.delivery import Spool
 from bot.telegram.sending import Replier
 from bot.telegram.updates import bot_handle, to_incoming
+from runtime.watch import DependencyWatch
 from services.reply.assistant import MEMORY_DOWN, Assistant
 
 log = logging.getLogger(__name__)
+
+#: The dependency whose outage stops the reply path (Redis only delays learning).
+DATABASE = "database"
+#: The answer to a message spooled while the database is known to be down.
+MEMORY_RESTARTING = (
+    "Sorry — my memory is restarting. I've kept your message and will answer it as soon "
+    "as I'm back, in a moment."
+)
 
 NON_TEXT_REPLY = (
     "I can only read text (and the captions of photos) for now — could you write it down?"
@@ -28,10 +40,17 @@ NON_TEXT_REPLY = (
 class Messages:
     """The message handler of one assistant."""
 
-    def __init__(self, assistant: Assistant, replier: Replier, spool: Spool | None) -> None:
+    def __init__(
+        self,
+        assistant: Assistant,
+        replier: Replier,
+        spool: Spool | None,
+        watch: DependencyWatch | None = None,
+    ) -> None:
         self.assistant = assistant
         self.replier = replier
         self.spool = spool
+        self.watch = watch
 
     async def handle(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         inc = to_incoming(update, context.bot.id, bot_handle(context.bot))
@@ -48,13 +67,24 @@ class Messages:
                     inc.topic_id,
                 )
             return
+        replayed = self.spool is not None and self.spool.replayed(update.update_id)
+        # Who asked gets one apology; a replayed message's person had theirs already.
+        apologise = not replayed and (inc.addressed or not inc.is_group)
+        if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
+            log.info("update %s spooled: the database is down", update.update_id)
+            self.spool.add(update)
+            if apologise:
+                await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
+            return
         try:
             turn = await self.assistant.handle(inc)
         except Exception:
             log.exception("update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
                 self.spool.add(update)
-            if inc.addressed or not inc.is_group:
+            if self.watch is not None:
+                self.watch.check_soon()  # is it down? the next messages need not wait
+            if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_DOWN, topic=inc.topic_id)
             return
         if inc.kind == "edited":
