@@ -5,6 +5,7 @@ says what went; another member's memories stay, whatever words they share."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -151,5 +152,10 @@ async def test_a_forget_in_the_group_takes_only_the_askers_words(
     assert _of(after, eli) == _of(before, eli) and len(_of(after, eli)) == 3
     assert _texts(after, "facts") == _texts(before, "facts") != []
     notes = _texts(after, "reflections") + _texts(after, "consolidated")
-    assert notes == _texts(before, "reflections") + _texts(before, "consolidated")
+    # Notes lose Dana's sentence about the candles (when a note retold it) and nothing else.
+    expected = [
+        " ".join(s for s in re.split(r"(?<=\.)\s+", t) if "candles" not in s)
+        for t in _texts(before, "reflections") + _texts(before, "consolidated")
+    ]
+    assert notes == [t for t in expected if t], (notes, expected)
     assert any("fishing rods in the garden shed" in t for t in notes)
