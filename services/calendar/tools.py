@@ -218,6 +218,11 @@ class CalendarTools:
                 await calendar.save_refreshed(connection.user_id, client)
             client.close()
 
+    async def _own_zone(self) -> str | None:
+        """The speaker's own time zone, when they set one."""
+        zones = self.calendar.zones
+        return await zones.user_zone(self.viewer.user_id) if zones is not None else None
+
     # --- list ------------------------------------------------------------------------
 
     async def _list(self, args: dict[str, Any]) -> str:
@@ -240,12 +245,15 @@ class CalendarTools:
         zone = page.time_zone or connection.time_zone
         if page.time_zone and page.time_zone != connection.time_zone:
             await self.calendar.store.set_time_zone(connection.user_id, page.time_zone)
+        # Read out on the speaker's own clock when they set one (else the calendar's,
+        # which is the next in the time zone order anyway).
+        mine = await self._own_zone()
         lines = []
         for raw in page.items:
             event = parse_event(raw, default_zone=zone)
             if event.cancelled:
                 continue
-            when = describe_when(event) or "(time unknown)"
+            when = describe_when(event, mine) or "(time unknown)"
             lines.append(f"- {event.title or '(no title)'} {when}")
         if not lines:
             return f"No events in the next {days} day(s)."
@@ -335,7 +343,7 @@ class CalendarTools:
         except AlfredError as exc:  # the event exists; memory is a bonus
             log.warning("memories of a created event not stored: %s", exc.one_line())
         event = parse_event(created, default_zone=zone)
-        when = describe_when(event)
+        when = describe_when(event, await self._own_zone())
         return f'Created "{event.title or title}" {when} in {whose} calendar.'.replace("  ", " ")
 
 
