@@ -32,8 +32,13 @@ from memory.timezones import (
     resolve_zone,
 )
 
-#: A reply that states a clock time ("14:05", "9am", "at 6 pm").
-_STATES_TIME = re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b", re.I)
+#: A reply that states a clock time ("14:05", "9am", "at 6 pm") without naming its zone
+#: ("15:00 Europe/Paris", as calendar memories say, is clear whatever the reader's zone).
+_STATES_TIME = re.compile(
+    r"\b(?:(?:[01]?\d|2[0-3]):[0-5]\d|(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b)"
+    r"(?!\s*(?:[A-Z][A-Za-z_-]+/[A-Za-z_/+-]+|UTC|GMT)\b)",
+    re.I,
+)
 HOW_TO_SET = 'Tell me "my time zone is …" (for example Europe/Lisbon) to change it.'
 
 
