@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from functools import cache
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -130,7 +130,21 @@ def _cities() -> dict[str, str]:
             continue
         city = parts[-1].replace("_", " ").casefold()
         found.setdefault(city, set()).add(name)
-    return {city: next(iter(zones)) for city, zones in found.items() if len(zones) == 1}
+    out: dict[str, str] = {}
+    for city, zones in found.items():
+        if len(zones) == 1 or _same_clock(zones):
+            # Old aliases ("America/Buenos_Aires") sit beside the canonical, deeper name.
+            out[city] = max(zones, key=lambda z: (z.count("/"), z))
+    return out
+
+
+_SAMPLES = tuple(datetime(y, m, 1, 12, tzinfo=UTC) for y in (2005, 2015, 2025) for m in (1, 7))
+
+
+def _same_clock(zones: set[str]) -> bool:
+    """Whether several names tell the same time (aliases of one zone, recently)."""
+    offsets = {tuple(ZoneInfo(z).utcoffset(s) for s in _SAMPLES) for z in zones}
+    return len(offsets) == 1
 
 
 def valid_zone(name: str | None) -> bool:
