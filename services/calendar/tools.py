@@ -79,8 +79,9 @@ CREATE_EVENT = ToolSpec(
             "title": {"type": "string", "description": "what the event is"},
             "start": {
                 "type": "string",
-                "description": "ISO 8601 start, e.g. 2026-03-10T15:00 (the calendar's time "
-                "zone unless an offset is given) or 2026-03-10 for an all-day event",
+                "description": "ISO 8601 start, e.g. 2026-03-10T15:00 (the speaker's time "
+                "zone, as in the current time above, unless an offset is given) or "
+                "2026-03-10 for an all-day event",
             },
             "end": {
                 "type": "string",
@@ -315,6 +316,8 @@ class CalendarTools:
 
         zone = connection.time_zone
         store = self.calendar.store
+        # "at 14:00" is the speaker's 14:00: their own zone when they set one.
+        mine = await self._own_zone()
 
         async def action(client: CalendarClient) -> dict[str, Any]:
             nonlocal zone
@@ -324,7 +327,7 @@ class CalendarTools:
                 zone = page.time_zone
                 if zone:
                     await store.set_time_zone(owner_id, zone)
-            body.update(_times(start, end, all_day, zone or "UTC"))
+            body.update(_times(start, end, all_day, mine or zone or "UTC"))
             return await client.create_event(body)
 
         try:
@@ -343,7 +346,7 @@ class CalendarTools:
         except AlfredError as exc:  # the event exists; memory is a bonus
             log.warning("memories of a created event not stored: %s", exc.one_line())
         event = parse_event(created, default_zone=zone)
-        when = describe_when(event, await self._own_zone())
+        when = describe_when(event, mine)
         return f'Created "{event.title or title}" {when} in {whose} calendar.'.replace("  ", " ")
 
 
