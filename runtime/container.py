@@ -162,7 +162,12 @@ async def build_services(
         consolidation=ConsolidationService(notes, llm, clock),
         always=AlwaysInContext(notes),
         calendar=calendar,
-        time_zones=TimeZones(MongoTimeZones(mongo.db), clock, calendar.store),
+        # Without calendars set up no connection can give a zone: one read fewer per reply.
+        time_zones=TimeZones(
+            MongoTimeZones(mongo.db),
+            clock,
+            calendar.store if calendar.problem() is None else None,
+        ),
         outbox=MongoOutbox(mongo.db),
         admin_queries=MongoAdminQueries(mongo.db),
         search_backend=backend.name,

@@ -1267,3 +1267,18 @@ async def test_tools_tell_and_take_times_on_the_speakers_own_clock(world: World)
         f.startswith("Alice has") and f.endswith("on Friday 6 March 2026 at 14:00 America/Chicago")
         for f in mine
     ), mine
+
+
+async def test_a_connected_calendars_zone_comes_after_the_persons_own(world: World) -> None:
+    viewer = await world.viewer(ALICE)
+    zones = world.s.time_zones
+    assert (await zones.zone_for(viewer)).source == "default"
+    await world.connect(ALICE, ALICE_MAIL)
+    await world.cal.store.set_time_zone(ALICE, "Africa/Casablanca")
+    calendar = await zones.zone_for(viewer)
+    assert (calendar.name, calendar.source) == ("Africa/Casablanca", "calendar")
+    await zones.store.set_user_zone(ALICE, "Asia/Manila")
+    assert (await zones.zone_for(viewer)).name == "Asia/Manila"
+    await world.cal.store.delete(ALICE)
+    await zones.store.set_user_zone(ALICE, None)
+    assert (await zones.zone_for(viewer)).name == "UTC"
