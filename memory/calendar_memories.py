@@ -21,7 +21,8 @@ remember —
   Europe/Paris"), until its last occurrence ends, or, with no end date, for
   :data:`OPEN_SERIES_HORIZON` after it was last delivered.
 
-Times are given in the event's own time zone, else the calendar's (Google's calendar
+Times are given in the owner's own time zone when they set one ("my time zone is …",
+:mod:`memory.timezones`), else in the event's own, else the calendar's (Google's calendar
 setting, which is the person's). Where the memories go (which partition) is not decided
 here: that is the caller's (sync → the owner's DM; created from a group → that group).
 """
@@ -48,6 +49,7 @@ from memory.calendar_wording import (
     is_out_of_office,
     local_day,
     series_end,
+    shown_zone,
     title_phrase,
 )
 from memory.models import Category
@@ -107,7 +109,9 @@ class DerivedMemory(BaseModel):
     expires_at: datetime | None = None
 
 
-def _context(event: CalendarEvent, owner_name: str, now: datetime) -> DerivedMemory | None:
+def _context(
+    event: CalendarEvent, owner_name: str, now: datetime, zone: str | None = None
+) -> DerivedMemory | None:
     if event.start is None or event.event_type in _NOT_EVENTS:
         return None
     if is_out_of_office(event):
@@ -121,14 +125,15 @@ def _context(event: CalendarEvent, owner_name: str, now: datetime) -> DerivedMem
     if recurring:
         if last_end is not None and last_end <= now:
             return None
-        how_often = describe_recurrence(event)
+        how_often = describe_recurrence(event, zone)
+        shown = shown_zone(event, zone)
         content = f"{head} {how_often}" if how_often else f"{head} regularly"
         if event.start > now:
-            content += f", starting {local_day(event.start, event.time_zone)}"
+            content += f", starting {local_day(event.start, shown)}"
         elif how_often is None:
-            content += f", first {describe_when(event)}"
+            content += f", first {describe_when(event, zone)}"
         if last_end is not None:
-            content += f", until {local_day(last_end, event.time_zone)}"
+            content += f", until {local_day(last_end, shown)}"
         return DerivedMemory(
             content=content,
             category=Category.CONTEXT,
@@ -140,7 +145,7 @@ def _context(event: CalendarEvent, owner_name: str, now: datetime) -> DerivedMem
     if end is None or end <= now:
         return None  # over already: it would expire at once
     return DerivedMemory(
-        content=f"{head} {describe_when(event)}".strip(),
+        content=f"{head} {describe_when(event, zone)}".strip(),
         category=Category.CONTEXT,
         importance=CONTEXT_IMPORTANCE,
         kind="context",
@@ -222,8 +227,12 @@ def derive_memories(
     now: datetime,
     excluded_emails: Collection[str] = (),
     excluded_names: Collection[str] = (),
+    zone: str | None = None,
 ) -> list[DerivedMemory]:
     """The memories an event gives its owner (see the module docstring).
+
+    ``zone`` is the owner's own time zone when they set one: times are then worded on
+    their clock instead of the event's (:func:`memory.calendar_wording.shown_zone`).
 
     ``excluded_emails`` are addresses that must never become contacts: the owner's own
     and those of the people in the owner's circles. ``excluded_names`` likewise (circle
@@ -234,7 +243,7 @@ def derive_memories(
     if event.cancelled:
         return []
     memories = _contacts(event, owner_name, excluded_emails, excluded_names, now)
-    context = _context(event, owner_name, now)
+    context = _context(event, owner_name, now, zone)
     if context is not None:
         memories.append(context)
     return memories

@@ -42,12 +42,28 @@ def _day(moment: datetime) -> str:
     return f"{moment:%A} {moment.day} {moment:%B %Y}"
 
 
-def describe_when(event: CalendarEvent) -> str:
+def shown_zone(event: CalendarEvent, zone: str | None) -> str | None:
+    """The zone an event's time is told in: ``zone`` (the reader's own) when it is a
+    real zone and the event has a time of day, else the event's own. All-day events keep
+    their dates (a birthday on the 8th is on the 8th everywhere), and a series keeps its
+    zone when the reader's would move it to another day (its weekdays are the event's)."""
+    if event.start is None or event.all_day or zone_named(zone) is None:
+        return event.time_zone
+    if event.recurrence:
+        theirs, _ = _local(event.start, event.time_zone)
+        ours, _ = _local(event.start, zone)
+        if theirs.date() != ours.date():
+            return event.time_zone
+    return zone
+
+
+def describe_when(event: CalendarEvent, zone: str | None = None) -> str:
     """When the event is, in words: "on Tuesday 10 March 2026 at 15:00 Europe/Paris"
-    (all-day events without a time); empty when the start is unknown."""
+    (all-day events without a time); empty when the start is unknown. ``zone``: the
+    reader's time zone, when known (see :func:`shown_zone`)."""
     if event.start is None:
         return ""
-    start, label = _local(event.start, event.time_zone)
+    start, label = _local(event.start, shown_zone(event, zone))
     if not event.all_day:
         return f"on {_day(start)} at {start:%H:%M} {label}"
     end = event.effective_end
@@ -287,14 +303,14 @@ def _every(interval: int, unit: str, units: str) -> str:
     return f"every {interval} {units}"
 
 
-def describe_recurrence(event: CalendarEvent) -> str | None:
+def describe_recurrence(event: CalendarEvent, zone: str | None = None) -> str | None:
     """How often a series happens, in words, with its time: "every Tuesday at 18:00
     Europe/Paris", "on weekdays at 08:15 UTC", "on the first Monday of every month",
     "every year on 4 March"; None when the rule cannot be read (the caller falls back)."""
     rule = _rrule(event)
     if rule is None or event.start is None:
         return None
-    start, label = _local(event.start, event.time_zone)
+    start, label = _local(event.start, shown_zone(event, zone))
     at = "" if event.all_day else f" at {start:%H:%M} {label}"
     try:
         interval = max(1, int(rule.get("INTERVAL") or "1"))

@@ -28,6 +28,7 @@ from memory.retrieval import Retriever
 from memory.semantic import SemanticIndex, SemanticMetrics
 from runtime.settings import Settings
 from services.calendar import CalendarFeature
+from services.timezones import TimeZones
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Services:
     outbox: MongoOutbox
     admin_queries: MongoAdminQueries
     search_backend: str
+    #: Whose clock times are told on (the reply, calendar listings, reminders).
+    time_zones: TimeZones
     warnings: list[str] = field(default_factory=list)
     semantic: SemanticIndex | None = None
     semantic_metrics: SemanticMetrics | None = None

@@ -18,6 +18,7 @@ from integrations.google.calendar_provider import GoogleCalendarProvider
 from integrations.google.crypto import CalendarCrypto
 from integrations.google.oauth_http import make_oauth_routes
 from integrations.mongo.calendar_store import MongoCalendarStore
+from integrations.mongo.time_zones import MongoTimeZones
 from memory.calendar_ports import CalendarDirectory, Notify
 from memory.errors import ConfigurationError
 from memory.facts import FactWriter
@@ -96,6 +97,7 @@ def build_calendar(
         key_problem=problem,
         redirect_url=settings.google_redirect_url,
         sync_interval=timedelta(minutes=settings.calendar_sync_minutes),
+        zones=MongoTimeZones(db),
     )
 
 

@@ -24,6 +24,7 @@ from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
+from integrations.mongo.time_zones import MongoTimeZones
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
@@ -48,6 +49,7 @@ from services.calendar import CalendarForReply
 from services.membership import Membership
 from services.reply.assistant import AfterMessage, Assistant
 from services.reply.deps import ReplyDeps
+from services.timezones import TimeZones
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,15 @@ async def build_services(
         mirror=mirror,
         flags=settings.flags(),
     )
+    calendar = build_calendar(
+        settings,
+        db=mongo.db,
+        clock=clock,
+        directory=directory,
+        writer=writer,
+        facts=store,
+        mirror=mirror,
+    )
     return Services(
         settings=settings,
         clock=clock,
@@ -150,14 +161,12 @@ async def build_services(
         formation=formation,
         consolidation=ConsolidationService(notes, llm, clock),
         always=AlwaysInContext(notes),
-        calendar=build_calendar(
-            settings,
-            db=mongo.db,
-            clock=clock,
-            directory=directory,
-            writer=writer,
-            facts=store,
-            mirror=mirror,
+        calendar=calendar,
+        # Without calendars set up no connection can give a zone: one read fewer per reply.
+        time_zones=TimeZones(
+            MongoTimeZones(mongo.db),
+            clock,
+            calendar.store if calendar.problem() is None else None,
         ),
         outbox=MongoOutbox(mongo.db),
         admin_queries=MongoAdminQueries(mongo.db),
@@ -215,6 +224,7 @@ def build_assistant(
         observer=ProcessMetrics(),
         calendar=CalendarForReply(services.calendar),
         residue=residue,
+        time_zones=services.time_zones,
     )
     return Assistant(
         deps,

@@ -184,6 +184,8 @@ async def move_circle_documents(
                 "title": title if title is not None else old.get("title"),
                 "telegram_chat_id": new_chat_id,
                 "archived_at": None,
+                # the group's time zone ("our time zone is …") moves with it
+                **({"time_zone": old["time_zone"]} if old.get("time_zone") else {}),
             },
             "$setOnInsert": {"created_at": old.get("created_at", at)},
             "$addToSet": {"member_ids": {"$each": members}, "moved_from": old_id},

@@ -82,12 +82,16 @@ class EventMemories:
         self.owner_name = owner_user_id
         self.excluded_emails: set[str] = set()
         self.excluded_names: set[str] = set()
+        #: The owner's own time zone, when set: memories are worded on their clock.
+        self.zone: str | None = None
         self._stored_contacts: set[tuple[str, str]] = set()
 
     async def prepare(self) -> EventMemories:
         """Read the owner's name and everyone who must never become a contact: the
         owner's own address and the people of every circle the owner is in."""
         d = self.calendar.directory
+        if self.calendar.zones is not None:
+            self.zone = await self.calendar.zones.user_zone(self.owner_user_id)
         owner = await d.user(self.owner_user_id)
         if owner is not None:
             self.owner_name = owner.name
@@ -223,6 +227,7 @@ class EventMemories:
             now=now,
             excluded_emails=self.excluded_emails,
             excluded_names=self.excluded_names,
+            zone=self.zone,
         )
 
     async def sweep_stale(self, generation: int) -> int:

@@ -30,6 +30,7 @@ from memory.errors import ConfigurationError
 from memory.facts import FactWriter
 from memory.ports import Clock
 from memory.stores import FactStore, SemanticMirror
+from memory.timezones import ZoneStore
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,8 @@ class CalendarFeature:
     redirect_url: str | None = None
     #: Time between two incremental syncs of a calendar.
     sync_interval: timedelta = timedelta(minutes=15)
+    #: People's own time zones: events are worded and listed on their clock when set.
+    zones: ZoneStore | None = None
 
     def problem(self) -> str | None:
         """Why calendars cannot be used here, in words for the person; None if they can."""

@@ -79,8 +79,9 @@ CREATE_EVENT = ToolSpec(
             "title": {"type": "string", "description": "what the event is"},
             "start": {
                 "type": "string",
-                "description": "ISO 8601 start, e.g. 2026-03-10T15:00 (the calendar's time "
-                "zone unless an offset is given) or 2026-03-10 for an all-day event",
+                "description": "ISO 8601 start, e.g. 2026-03-10T15:00 (the speaker's time "
+                "zone, as in the current time above, unless an offset is given) or "
+                "2026-03-10 for an all-day event",
             },
             "end": {
                 "type": "string",
@@ -218,6 +219,11 @@ class CalendarTools:
                 await calendar.save_refreshed(connection.user_id, client)
             client.close()
 
+    async def _own_zone(self) -> str | None:
+        """The speaker's own time zone, when they set one."""
+        zones = self.calendar.zones
+        return await zones.user_zone(self.viewer.user_id) if zones is not None else None
+
     # --- list ------------------------------------------------------------------------
 
     async def _list(self, args: dict[str, Any]) -> str:
@@ -240,12 +246,15 @@ class CalendarTools:
         zone = page.time_zone or connection.time_zone
         if page.time_zone and page.time_zone != connection.time_zone:
             await self.calendar.store.set_time_zone(connection.user_id, page.time_zone)
+        # Read out on the speaker's own clock when they set one (else the calendar's,
+        # which is the next in the time zone order anyway).
+        mine = await self._own_zone()
         lines = []
         for raw in page.items:
             event = parse_event(raw, default_zone=zone)
             if event.cancelled:
                 continue
-            when = describe_when(event) or "(time unknown)"
+            when = describe_when(event, mine) or "(time unknown)"
             lines.append(f"- {event.title or '(no title)'} {when}")
         if not lines:
             return f"No events in the next {days} day(s)."
@@ -307,6 +316,8 @@ class CalendarTools:
 
         zone = connection.time_zone
         store = self.calendar.store
+        # "at 14:00" is the speaker's 14:00: their own zone when they set one.
+        mine = await self._own_zone()
 
         async def action(client: CalendarClient) -> dict[str, Any]:
             nonlocal zone
@@ -316,7 +327,7 @@ class CalendarTools:
                 zone = page.time_zone
                 if zone:
                     await store.set_time_zone(owner_id, zone)
-            body.update(_times(start, end, all_day, zone or "UTC"))
+            body.update(_times(start, end, all_day, mine or zone or "UTC"))
             return await client.create_event(body)
 
         try:
@@ -335,7 +346,7 @@ class CalendarTools:
         except AlfredError as exc:  # the event exists; memory is a bonus
             log.warning("memories of a created event not stored: %s", exc.one_line())
         event = parse_event(created, default_zone=zone)
-        when = describe_when(event)
+        when = describe_when(event, mine)
         return f'Created "{event.title or title}" {when} in {whose} calendar.'.replace("  ", " ")
 
 

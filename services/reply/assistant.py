@@ -50,6 +50,7 @@ from memory.rules.intents import (
     detect_intent,
     strip_addressing,
 )
+from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
@@ -131,7 +132,7 @@ class Assistant:
     async def _handle(self, inc: Incoming) -> Turn:
         thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
-        intent = detect_intent(inc.text)
+        intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
@@ -349,6 +350,9 @@ class Assistant:
             if answered is not None:
                 return say(answered)
 
+        if isinstance(intent, TimeZoneIntent) and self.d.time_zones is not None:
+            # A setting, not a memory: handled, so formation never files it as a fact.
+            return say(await self.d.time_zones.answer(viewer, intent))
         if isinstance(intent, ForgetAllIntent):
             if intent.target == "us" and thread.kind is not ThreadKind.GROUP:
                 return say("Circle memories can only be erased from the circle's group.")

@@ -21,6 +21,7 @@ from memory.retrieval import ScoredFact
 from services.messages import Incoming
 from services.reply.deps import ReplyDeps
 from services.reply.lookups import TurnLookups
+from services.timezones import states_time
 
 HISTORY_TURNS = 12
 
@@ -130,6 +131,7 @@ class Conversation:
         )
         lookups = TurnLookups(d.directory)
         memory = await self.context_for(viewer, inc.text, session_id, lookups=lookups)
+        zone = await d.time_zones.zone_for(viewer) if d.time_zones is not None else None
         ctx = ReplyContext(
             speaker_id=viewer.user_id,
             speaker_name=speaker.name,
@@ -137,6 +139,7 @@ class Conversation:
             people=await self.people(thread, viewer, lookups),
             text=inc.text,
             now=d.clock.now(),
+            time_zone=zone.name if zone is not None else "UTC",
             always=memory.always,
             facts_block=memory.facts_block,
             memories=memory.cited,
@@ -159,6 +162,11 @@ class Conversation:
         request = ReplyRequest(reply=ctx, history=history)
         outcome = await d.llm.chat(REPLY, request, tools, run_tool)
         text = outcome.text.strip() or "…"
+        if zone is not None and d.time_zones is not None and states_time(text):
+            # The first time a guessed zone (the circle's, UTC) is used, say which.
+            note = await d.time_zones.fallback_note(viewer, zone)
+            if note:
+                text = f"{text}\n\n{note}"
         if question:
             text = f"{text}\n\n{question}"
         return ChatAnswer(text, memory.retrieved)

@@ -14,6 +14,7 @@ from memory.ports import Clock
 from memory.reply_ports import CalendarAccess, ErasureResidue, ReplyObserver
 from memory.retrieval import Retriever
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
+from services.timezones import TimeZones
 
 
 @dataclass
@@ -37,3 +38,5 @@ class ReplyDeps:
     #: Spool files and Redis's append-only file, cleaned after a forget (None: no data
     #: folder and no Redis, as in a bare test world).
     residue: ErasureResidue | None = None
+    #: Whose clock the reply's "now" is on (None: UTC, as in a bare test world).
+    time_zones: TimeZones | None = None

@@ -36,6 +36,7 @@ from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, completion, tool_
 from bot.replay import ScriptError, parse_script
 from integrations.google.oauth_http import serve_oauth_redirect
 from integrations.mongo.calendar_store import CONNECTIONS
+from integrations.mongo.time_zones import MongoTimeZones
 from integrations.redis.connection import RedisHandle
 from memory.calendar_ports import InvalidState, RetryPolicy, TokenBundle
 from memory.clock import ManualClock
@@ -1236,3 +1237,48 @@ async def test_redirect_server_on_a_taken_port_keeps_the_bot_running(
         )
     finally:
         taken.close()
+
+
+async def test_tools_tell_and_take_times_on_the_speakers_own_clock(world: World) -> None:
+    """Alice set her own time zone (Chicago) while her calendar is in Paris: listings are
+    read out on her clock, and "14:00" in a new event is her 14:00."""
+    viewer = await world.viewer(ALICE)
+    await world.connect(ALICE, ALICE_MAIL)
+    await MongoTimeZones(world.s.mongo.db).set_user_zone(ALICE, "America/Chicago")
+    world.google.put_event(ALICE_MAIL, {"id": "early", "summary": "Swim", **when(3, 9)})
+    tools = await CalendarTools.for_viewer(world.cal, viewer)
+    listed = await tools.run(ToolCall(id="1", name="list_calendar_events", arguments={}))
+    assert "Swim on Tuesday 3 March 2026 at 02:00 America/Chicago" in listed, listed
+    created = await tools.run(
+        ToolCall(
+            id="2",
+            name="create_calendar_event",
+            arguments={"title": "Piano lesson", "start": "2026-03-06T14:00"},
+        )
+    )
+    assert "on Friday 6 March 2026 at 14:00 America/Chicago" in created, created
+    sent = [r for r in world.google.requests if r.method == "POST" and r.path == EVENTS_PATH]
+    assert sent[-1].body["start"] == {
+        "dateTime": "2026-03-06T14:00:00",
+        "timeZone": "America/Chicago",
+    }
+    mine = [f.content for f in await world.facts(Partition.dm(ALICE))]
+    assert any(
+        f.startswith("Alice has") and f.endswith("on Friday 6 March 2026 at 14:00 America/Chicago")
+        for f in mine
+    ), mine
+
+
+async def test_a_connected_calendars_zone_comes_after_the_persons_own(world: World) -> None:
+    viewer = await world.viewer(ALICE)
+    zones = world.s.time_zones
+    assert (await zones.zone_for(viewer)).source == "default"
+    await world.connect(ALICE, ALICE_MAIL)
+    await world.cal.store.set_time_zone(ALICE, "Africa/Casablanca")
+    calendar = await zones.zone_for(viewer)
+    assert (calendar.name, calendar.source) == ("Africa/Casablanca", "calendar")
+    await zones.store.set_user_zone(ALICE, "Asia/Manila")
+    assert (await zones.zone_for(viewer)).name == "Asia/Manila"
+    await world.cal.store.delete(ALICE)
+    await zones.store.set_user_zone(ALICE, None)
+    assert (await zones.zone_for(viewer)).name == "UTC"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
+from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest, local_now
 from memory.search.text import tokenize
 
 #: Words that address Alfred rather than ask about anything.
@@ -58,6 +58,13 @@ _ACK = re.compile(
     r"|gotcha|i see|understood|sounds good|makes sense|fair enough|right|wow|haha|lol|oh|ah"
     r"|will do|no worries|no problem|np|noted|then)\b[\s,!.]*)+"
     r"(?:(?:thanks|thank you|thx|ty|cheers)\b[\s\w,!.]*)?$",
+    re.I,
+)
+#: "what time is it?", "what's the date today?": answered from the speaker's clock.
+_CLOCK = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:what(?:'s|\s+is)\s+the\s+(?:time|date)"
+    r"(?:\s+(?:now|today))?|what\s+time\s+is\s+it(?:\s+now)?|what\s+day\s+is\s+(?:it|today)"
+    r"|what(?:'s|\s+is)\s+today'?s\s+date)(?:\s*,?\s*alfred)?\s*\??\s*$",
     re.I,
 )
 _EMOJI_ONLY = re.compile(r"^[\W_]+$")
@@ -104,6 +111,9 @@ def compose_for(ctx: ReplyContext) -> str:
             if re.search(r"\b(?:thanks|thank you|thx|ty|cheers)\b", text, re.I)
             else ACKNOWLEDGED
         )
+    if _CLOCK.match(text):
+        local = local_now(ctx)
+        return f"It's {local:%H:%M} on {local:%A} {local.day} {local:%B %Y} ({ctx.time_zone})."
     if _is_question(text):
         if ctx.memories:
             return "From what I remember:\n" + _cite(ctx)
