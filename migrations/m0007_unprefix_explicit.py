@@ -12,6 +12,9 @@ changed is left as it is. The new wording is embedded with the migration's embed
 it has one; otherwise the memory is found by keywords until the ``re-embed`` admin job
 gives it a vector (it counts as stale, so the job picks it up). Idempotent: a memory
 without the prefix is not touched again.
+
+It also indexes current facts by the messages they were learned from: an edited message
+retires what was learned from its old words (services/reply/edits.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from typing import Any
+
+from pymongo import ASCENDING, IndexModel
 
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.migrator import MigrationContext
@@ -29,13 +34,22 @@ from memory.rules.person import Voice
 from memory.rules.statements import as_stated
 
 VERSION = 7
-NAME = "explicit memories without a name prefix"
+NAME = "explicit memories without a name prefix; facts by source message"
+
+INDEXES = [
+    IndexModel(
+        [("provenance.message_ids", ASCENDING)],
+        partialFilterExpression={"current": True},
+        name="current_by_source_message",
+    ),
+]
 
 _PREFIX = re.compile(r"^(?P<name>[^:\n]{1,80}): (?P<rest>\S.*)$", re.S)
 
 
 async def up(ctx: MigrationContext) -> None:
     facts = ctx.db[FACTS]
+    await facts.create_indexes(INDEXES)
     query = {"current": True, "provenance.source": "explicit", "content": {"$regex": ": "}}
     docs = [d async for d in facts.find(query, {"embedding": 0})]
     if not docs:

@@ -50,12 +50,13 @@ async def test_explicit_memories_are_worded_as_sentences_without_a_name_prefix(
     assert "The fuse box is behind the coats" in current, current
     assert "Eli's umbrella lives in the boot" in current, current
     speakers = {f["content"]: f["provenance"]["speaker_id"] for f in dump["facts"]}
-    assert speakers["The fuse box is behind the coats"] == speakers[
-        "Dana hides Dana's diary behind the piano"
-    ]
-    assert speakers["Eli's umbrella lives in the boot"] != speakers[
-        "The fuse box is behind the coats"
-    ]
+    assert (
+        speakers["The fuse box is behind the coats"]
+        == speakers["Dana hides Dana's diary behind the piano"]
+    )
+    assert (
+        speakers["Eli's umbrella lives in the boot"] != speakers["The fuse box is behind the coats"]
+    )
 
 
 async def test_a_question_naming_someone_does_not_pull_up_their_unrelated_memories(

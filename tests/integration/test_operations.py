@@ -318,9 +318,7 @@ async def test_words_kept_as_said_are_the_circles_when_they_say_we(world: World)
         "Alice and others always buy marzipan for Christmas"
     ]
     await w.remember(w.group, BOB, "remember that usually the bins go out at dawn")
-    assert await w.current(Partition.member(CIRCLE, BOB.id)) == [
-        "Usually the bins go out at dawn"
-    ]
+    assert await w.current(Partition.member(CIRCLE, BOB.id)) == ["Usually the bins go out at dawn"]
     # Bob's DM: the circle's and his own group memory, never Alice's DM copy
     bob_dm = await w.viewer(BOB, w.bob_dm)
     visible = await w.facts.list_visible(bob_dm)
