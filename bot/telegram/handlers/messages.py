@@ -21,7 +21,7 @@ from services.reply.assistant import MEMORY_DOWN, Assistant
 log = logging.getLogger(__name__)
 
 NON_TEXT_REPLY = (
-    "I can only read text (and the captions of photos) for now — could you write it down?"
+    "I can only read text (and the captions of photos and files) for now — could you write it down?"
 )
 
 
