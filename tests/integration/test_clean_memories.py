@@ -123,3 +123,30 @@ async def test_the_upgrade_takes_the_name_out_of_old_explicit_memories(
     await migrate(ctx())  # idempotent
     again = {f.content for f in await store.current_in_partition(fern)}
     assert again == set(current)
+
+
+async def test_the_upgrade_embeds_the_new_wording_when_it_has_an_embedder(
+    db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """``alfred migrate`` and ``alfred run`` hand migrations the configured embedder: the
+    reworded memory gets its vector at once, from the new words."""
+    from migrations import MigrationContext, migrate
+
+    embedder = HashEmbedder()
+    await migrate(MigrationContext(db, False, 384, log=lambda _: None), to=6)
+    await db[USERS].insert_one({"_id": "8", "name": "Gil"})
+    store = MongoFactStore(db)
+    writer = FactWriter(store, embedder, ManualClock(datetime(2026, 1, 5, tzinfo=UTC)))
+    gil = Partition.dm("8")
+    said = "Gil: my bike lock code is in the blue notebook"
+    await writer.add_many(
+        [(said, Category.FACT, 7, gil, Provenance(source="explicit", speaker_id="8"))]
+    )
+    await migrate(MigrationContext(db, False, 384, log=lambda _: None, embedder=embedder))
+    (fact,) = await store.current_in_partition(gil)
+    assert fact.content == "Gil's bike lock code is in the blue notebook"
+    doc = await db[FACTS].find_one({"_id": fact.id})
+    assert doc is not None and doc["embedding_model"] == embedder.model_name
+    (expected,) = await embedder.embed([fact.content])
+    assert fact.embedding is not None
+    assert [round(x, 5) for x in fact.embedding] == [round(float(x), 5) for x in expected]
