@@ -46,6 +46,8 @@ from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+from memory.rules.person import Voice
+from memory.rules.statements import as_stated
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
 from memory.value_swap import swap_value
@@ -159,11 +161,14 @@ class MemoryOperations:
             if f.content.strip()
         ]
         if not out and statement.strip():
-            # Nothing the model (or the offline rules) could read: keep the words as said,
-            # attributed; a "we …" statement is the circle's in a group, as the model's
-            # would be (in a DM, partition_for keeps it the speaker's whatever it says).
+            # Nothing the model (or the offline rules) could read: keep the words, in the
+            # third person when they are English first person, else as said; never with
+            # the speaker's name in front (that is the fact's provenance, not its text).
+            # A "we …" statement is the circle's in a group, as the model's would be (in a
+            # DM, partition_for keeps it the speaker's whatever it says).
             ours = _FIRST_PERSON_PLURAL.match(statement) is not None
-            out = [(f"{speaker.name}: {statement.strip()}", Category.FACT, 6, ours)]
+            voice = Voice.for_speaker(speaker.name, thread.kind, ctx.people)
+            out = [(as_stated(statement, voice, ctx.now), Category.FACT, 6, ours)]
         return out
 
     async def remember(

@@ -83,6 +83,9 @@ class RetrievalResult:
     facts: list[ScoredFact] = field(default_factory=list)
     legs: dict[str, str] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: The viewer's own memories ranked first for a first-person query (see
+    #: :data:`FIRST_PERSON_MARGIN`); they stay first when recent messages are merged in.
+    own_first: frozenset[str] = frozenset()
 
 
 class PreparedSearch(Protocol):
@@ -285,6 +288,7 @@ class Retriever:
         final = blend(signals(fused), self.config.blend)
         scored = absolute_blend(signals(absolute), self.config.blend)
         first = _own_first(text, viewer, visible, scores.get("dense", {}))
+        result.own_first = frozenset(first)
         ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
         result.facts = [ScoredFact(visible[i], scored[i], absolute.get(i, 0.0)) for i in ranked]
         result.timings_ms["total"] = _ms(started)

@@ -276,5 +276,10 @@ class MongoFactStore:
         query = {"$or": [{"owner_user_id": user_id}, {"provenance.speaker_id": user_id}]}
         return [fact_from_doc(d) async for d in self._facts.find(query, NO_EMBEDDING)]
 
+    async def current_from_message(self, message_id: str) -> list[Fact]:
+        """Current facts whose provenance cites the journaled message ``message_id``."""
+        query = {"current": True, "provenance.message_ids": message_id}
+        return [fact_from_doc(d) async for d in self._facts.find(query, NO_EMBEDDING)]
+
     async def all_for_audit(self) -> list[Fact]:
         return [fact_from_doc(d) async for d in self._facts.find({}, NO_EMBEDDING)]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -188,6 +188,21 @@ class MongoJournal:
             {"_id": {"$in": list(ids)}}, {"$set": {"text": text}}
         )
         return result.modified_count
+
+    async def edit(self, message_id: str, user_id: str, text: str) -> Message | None:
+        """A person edited their message: the journal keeps the new text only, and the
+        message is unformed and unhandled again, so what is learned from it is learned
+        from what it says now. Returns the message as it was before the edit (an edit
+        to the text it already has, a redelivery, changes nothing). Only the author's own
+        message is edited: Telegram lets nobody else edit it, and neither does this."""
+        doc = await self._messages.find_one_and_update(
+            {"_id": message_id, "user_id": user_id, "text": {"$ne": text}},
+            {"$set": {"text": text, "formed": False, "handled": False}},
+            return_document=ReturnDocument.BEFORE,
+        )
+        if doc is None:
+            doc = await self._messages.find_one({"_id": message_id, "user_id": user_id})
+        return message_from_doc(doc) if doc is not None else None
 
     async def delete_user(self, user_id: str) -> int:
         """Every message a user wrote, and every reply Alfred gave them, in a DM or a group."""

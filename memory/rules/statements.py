@@ -16,7 +16,7 @@ from memory.constants import FACT_MAX_WORDS
 from memory.models import Category
 from memory.rules.dates import has_date, resolve_relative_dates
 from memory.rules.household_rules import HOUSEHOLD_RULES, claim, recurs
-from memory.rules.language import capitalise, content_terms, strip_end, word_count
+from memory.rules.language import capitalise, content_terms, looks_english, strip_end, word_count
 from memory.rules.person import Voice, to_third_person, uses_group
 from memory.rules.statement_rules import (
     EMPTY_OBJECT,
@@ -45,6 +45,11 @@ _TAIL = re.compile(
     r"|don'?t\s+forget|remember|ok(?:ay)?|right|yeah|fyi)\b"
     r"|\s+[-–—]\s).*$",
     re.IGNORECASE | re.S,
+)
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'll|we'd|us|our|ours"
+    r"|ourselves)\b",
+    re.IGNORECASE,
 )
 _MAX_CLAUSE_CHARS: Final = 400
 _MAX_OBJECT_WORDS: Final = 12
@@ -143,6 +148,21 @@ def render(text: str, voice: Voice, now: datetime) -> str:
     """``text`` as a stand-alone third-person sentence without final punctuation."""
     text = resolve_relative_dates(text, now)
     return capitalise(strip_end(to_third_person(text, voice)))
+
+
+def as_stated(text: str, voice: Voice, now: datetime) -> str:
+    """An explicit statement no rule read, kept whole as a stand-alone sentence.
+
+    English in the first person is put in the third ("I keep my passport in the desk" →
+    "Dana keeps Dana's passport in the desk": no guessed "her"); anything else stays as
+    said ("The spare key is under the blue pot"). The speaker's name is never put in
+    front: whose memory it is lives in its partition and provenance, and a "Dana: …"
+    prefix would make every search that names Dana find it.
+    """
+    said = strip_end(text)
+    if _FIRST_PERSON.search(said) and looks_english(said):
+        return render(said, voice, now)
+    return capitalise(said)
 
 
 def is_group_plan(clause: str) -> bool:

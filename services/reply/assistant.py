@@ -57,6 +57,7 @@ from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
 from services.reply.directives import Directives
+from services.reply.edits import Edits
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class Assistant:
         self.commands = ChatCommands(deps)
         self.pinning = Pinning(deps.facts, deps.operations.embedder)
         self.directives = Directives(deps)
+        self.edits = Edits(deps)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -136,12 +138,17 @@ class Assistant:
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
+        if inc.kind == "edited":  # an edit corrects what was learned; it is not answered
+            members = await self._members(thread)
+            if not await self.edits.apply(
+                inc, thread, viewer, speaker, intent, stored_text, members
+            ):
+                await self._journal(inc, thread, viewer, stored_text, Role.USER)
+            await self._after(thread)
+            return Turn([], addressed=False)
         tick, new = await self._journal(inc, thread, viewer, stored_text, Role.USER)
         session_id = tick.session_id
         if not new:  # a redelivered update: already journaled, already answered
-            return Turn([], addressed=False)
-        if inc.kind == "edited":  # an edit is learned from, not answered a second time
-            await self._after(thread)
             return Turn([], addressed=False)
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
         if not addressed and viewer.user_id in tick.choice_pending_for:
@@ -276,9 +283,8 @@ class Assistant:
     ) -> tuple[SessionTick, bool]:
         now = self.d.clock.now()
         tick = await self.d.directory.touch(thread.id, now, tokens=max(1, len(text) // 4))
-        suffix = f":edit:{inc.update_id}" if inc.kind == "edited" else ""
         message = Message(
-            id=f"{inc.chat_id}:{inc.message_id}{suffix}",
+            id=f"{inc.chat_id}:{inc.message_id}",
             thread_id=thread.id,
             partition=thread.partition_for(viewer.user_id),
             role=role,

@@ -642,10 +642,13 @@ class FakeTelegram:
         entities: list[JSON] | None = None,
         edit_date: int | None = None,
     ) -> JSON:
-        """An ``edited_message`` update: same message id and chat, new text."""
+        """An ``edited_message`` update: same message id and chat, new text (a new
+        caption when the original was a photo or a document with one)."""
         msg = copy.deepcopy(self._message_of(original))
+        key = "caption" if "caption" in msg else "text"
         msg.pop("entities", None)
-        _put_text(msg, new_text, entities)
+        msg.pop("caption_entities", None)
+        _put_text(msg, new_text, entities, key=key)
         now = max(int(time.time()), int(msg["date"]))
         msg["edit_date"] = edit_date if edit_date is not None else now
         return {"edited_message": msg}
@@ -695,6 +698,30 @@ class FakeTelegram:
         if caption is not None:
             _put_text(msg, caption, caption_entities, key="caption")
         self._add_reply(msg, reply_to)
+        return {"message": msg}
+
+    def document_message(
+        self,
+        chat: JSON,
+        from_user: JSON,
+        caption: str | None = None,
+        *,
+        file_name: str = "lease.pdf",
+        mime_type: str = "application/pdf",
+        message_id: int | None = None,
+    ) -> JSON:
+        """A document (a file sent as such) with an optional caption."""
+        msg = self._message_base(chat, from_user, message_id, None)
+        file_id, unique_id = self._file_ids_for("documents")
+        msg["document"] = {
+            "file_id": file_id,
+            "file_unique_id": unique_id,
+            "file_name": file_name,
+            "mime_type": mime_type,
+            "file_size": 48_213,
+        }
+        if caption is not None:
+            _put_text(msg, caption, None, key="caption")
         return {"message": msg}
 
     def sticker_message(

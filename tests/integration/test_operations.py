@@ -304,24 +304,27 @@ async def test_remember_in_the_group_is_the_members_or_the_circles(world: World)
 
 
 async def test_words_kept_as_said_are_the_circles_when_they_say_we(world: World) -> None:
-    """A statement no rule reads is stored as said; "we …" in the group is the circle's,
-    the same words in a DM stay the speaker's, and "I …" stays the speaker's anywhere."""
+    """A statement no rule reads is kept whole (first person put in the third, never a
+    name prefix); "we …" in the group is the circle's, the same words in a DM stay the
+    speaker's, and "I …" stays the speaker's anywhere."""
     w = world
     said = "we always buy marzipan for Christmas"
     assert (await w.remember(w.group, ALICE, f"remember that {said}")).text == CONFIRM_REMEMBER
-    assert await w.current(Partition.circle(CIRCLE)) == [f"Alice: {said}"]
-    await w.remember(w.alice_dm, ALICE, f"remember that {said}")
-    assert await w.current(Partition.dm(ALICE.id)) == [f"Alice: {said}"]
-    await w.remember(w.group, BOB, "remember that usually the bins go out at dawn")
-    assert await w.current(Partition.member(CIRCLE, BOB.id)) == [
-        "Bob: usually the bins go out at dawn"
+    assert await w.current(Partition.circle(CIRCLE)) == [
+        "The group members always buy marzipan for Christmas"
     ]
+    await w.remember(w.alice_dm, ALICE, f"remember that {said}")
+    assert await w.current(Partition.dm(ALICE.id)) == [
+        "Alice and others always buy marzipan for Christmas"
+    ]
+    await w.remember(w.group, BOB, "remember that usually the bins go out at dawn")
+    assert await w.current(Partition.member(CIRCLE, BOB.id)) == ["Usually the bins go out at dawn"]
     # Bob's DM: the circle's and his own group memory, never Alice's DM copy
     bob_dm = await w.viewer(BOB, w.bob_dm)
     visible = await w.facts.list_visible(bob_dm)
     assert sorted((f.content, f.partition.owner_user_id) for f in visible) == [
-        (f"Alice: {said}", None),
-        ("Bob: usually the bins go out at dawn", BOB.id),
+        ("The group members always buy marzipan for Christmas", None),
+        ("Usually the bins go out at dawn", BOB.id),
     ]
 
 

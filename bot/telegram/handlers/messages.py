@@ -33,7 +33,7 @@ MEMORY_RESTARTING = (
 )
 
 NON_TEXT_REPLY = (
-    "I can only read text (and the captions of photos) for now — could you write it down?"
+    "I can only read text (and the captions of photos and files) for now — could you write it down?"
 )
 
 
