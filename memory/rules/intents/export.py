@@ -35,7 +35,7 @@ _EXPORT: Final = (
     ),
     # "I want a copy of my data", "I'd like an export of my memories"
     re.compile(
-        r"^i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:a\s+copy|an\s+export)\s+of\s+"
+        r"^i(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:a\s+copy|an\s+export)\s+of\s+"
         rf"(?:{_MINE})$",
         re.I,
     ),
