@@ -131,7 +131,8 @@ async def test_a_refused_dm_gets_a_start_link_and_is_delivered_once_opened(
 
 
 async def test_over_the_bot_api_a_refused_dm_is_delivered_by_its_start_link_once(
-    bot_env: Any, caplog: pytest.LogCaptureFixture
+    bot_env: Any,  # noqa: F811 - the fixture imported above
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Real PTB against the fake Bot API: ``sendDocument`` to Noor, who never opened a
     chat with the bot, is refused with 403; the group gets a ``t.me/alfred?start=<token>``
