@@ -117,7 +117,9 @@ class Exporter:
             for f in await d.facts.list_visible(viewer, include_history=True)
             if is_visible(f.partition, viewer)
         ]
-        facts.sort(key=lambda f: (not f.current, f.valid_at))
+        facts.sort(
+            key=lambda f: (not f.current, _RANK[_origin(f.partition, {})["where"]], f.valid_at)
+        )
         standing = [s for s in await self.directives.standing(viewer) if self._ok(s.note, viewer)]
         instruction_ids = {s.note.id for s in standing}
         reflections, blobs = await d.notes.all_visible(viewer)
@@ -193,6 +195,10 @@ class Exporter:
         return note.partition.owner_user_id in (None, viewer.user_id) and is_visible(
             note.partition, viewer
         )
+
+
+#: The order of the Markdown's groups: the person's private chat first.
+_RANK = {"dm": 0, "group": 1, "circle": 2}
 
 
 def _origin(partition: Partition, titles: dict[str, str]) -> dict[str, Any]:
@@ -310,10 +316,10 @@ def _markdown(
         lines += ["", "## Notes"]
         lines.append("")
         for blob, row in zip(summaries, data["summaries"], strict=True):
-            lines.append(f"- Summary ({_origin_words(row['from'])}): {blob.content}")
+            lines.append(f"- Summary, from {_origin_words(row['from'])}: {blob.content}")
         for note, row in zip(notes, data["notes"], strict=True):
             merged = ", merged into a summary" if note.absorbed else ""
-            lines.append(f"- {note.content} ({_origin_words(row['from'])}{merged})")
+            lines.append(f"- {note.content} (from {_origin_words(row['from'])}{merged})")
     if standing:
         lines += ["", "## How you asked me to answer", ""]
         for s, row in zip(standing, data["instructions"], strict=True):

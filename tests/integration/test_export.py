@@ -178,3 +178,35 @@ async def test_over_the_bot_api_a_refused_dm_is_delivered_by_its_start_link_once
         assert await bot.db["pending_deliveries"].count_documents({}) == 0
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "old maps" not in logged and "old maps" not in token
+
+
+async def test_an_export_marks_how_each_fact_was_learned_and_keeps_history_marked(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Learned in the background, corrected later: the export says ``conversation`` and
+    ``correction``, and the replaced value is there as history (not current, with the date
+    it ended), under its own heading in the Markdown."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "nest", "members": ["rui", "ana"]},
+            say("rui", "dm:rui", "I work as a carpenter"),
+            say("rui", "dm:rui", "I'm vegetarian"),
+            say("rui", "dm:rui", "my brother Tomas lives in Braga"),
+            say("rui", "dm:rui", "I go climbing on Saturdays"),
+            {"clock": "+30m"},
+            {"jobs": "drain"},
+            say("rui", "dm:rui", "Actually, I'm not vegetarian anymore"),
+            say("rui", "dm:rui", "/export"),
+        ],
+        tmp_path / "d",
+    )
+    markdown, data = _export_of(_documents(out), "rui")
+    facts = data["facts"]
+    assert any(f["source"] == "conversation" and "carpenter" in f["content"] for f in facts)
+    assert any(f["source"] == "correction" and f["current"] for f in facts), facts
+    old = [f for f in facts if not f["current"]]
+    assert old and all(f["ended_at"] for f in old), facts
+    assert any("vegetarian" in f["content"] and "not" not in f["content"] for f in old), old
+    assert data["counts"]["past_facts"] == len(old)
+    assert "## No longer true (kept as history)" in markdown
