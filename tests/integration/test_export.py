@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from telegram import Bot, InputFile
+from telegram.error import Forbidden
 
+from bot.bench.fake_bot_api import TOKEN, FakeBotApi
+from bot.telegram.offline_bot_api import OfflineBotAPI
 from runtime.settings import Settings
 from tests.helpers.fake_telegram import FakeTelegram
 from tests.helpers.replay import replay_lines, replies, say
@@ -210,3 +214,26 @@ async def test_an_export_marks_how_each_fact_was_learned_and_keeps_history_marke
     assert any("vegetarian" in f["content"] and "not" not in f["content"] for f in old), old
     assert data["counts"]["past_facts"] == len(old)
     assert "## No longer true (kept as history)" in markdown
+
+
+async def test_the_fakes_take_documents_as_multipart_and_refuse_an_unopened_dm() -> None:
+    """The benchmark's Bot API and the offline one (replay) answer ``sendDocument`` as
+    Telegram does: the upload arrives whole, and a private chat that was never opened
+    refuses the bot with 403 (PTB's ``Forbidden``)."""
+    content = "# notes\nthe café opens at 8\n".encode()
+    async with FakeBotApi() as api:
+        api.not_started.add(5555)
+        async with Bot(TOKEN, base_url=api.base_url) as bot:
+            await bot.send_document(4444, InputFile(content, filename="n.md"), caption="hi")
+            with pytest.raises(Forbidden, match="initiate conversation"):
+                await bot.send_document(5555, InputFile(content, filename="n.md"))
+        assert api.documents == [(4444, "n.md", content)]
+
+    offline = OfflineBotAPI(started={4444})
+    async with Bot("7000000001:replay", request=offline) as bot:
+        await bot.send_document(4444, InputFile(content, filename="n.md"), caption="hi")
+        with pytest.raises(Forbidden, match="initiate conversation"):
+            await bot.send_document(5555, InputFile(content, filename="n.md"))
+        await bot.send_message(-100, "a group is no private chat: it takes messages")
+    (sent,) = offline.take_documents()
+    assert (sent.chat_id, sent.name, sent.content, sent.caption) == (4444, "n.md", content, "hi")
