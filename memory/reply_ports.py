@@ -76,3 +76,23 @@ class CircleMover(Protocol):
     async def move_circle(
         self, old_chat_id: int, new_chat_id: int, title: str | None, at: datetime
     ) -> CircleMove: ...
+
+
+class PendingDeliveries(Protocol):
+    """Deliveries waiting for a person to open a chat with Alfred.
+
+    Telegram refuses a bot's first message to someone who never started it, so what Alfred
+    must send to a person's DM (an export asked for in a group) waits here until they open
+    the start link. An entry names the person and what to send (``kind``), never its
+    content: the content is made again when it is delivered, from what is visible then."""
+
+    async def hold(self, user_id: str, kind: str, *, at: datetime, until: datetime) -> str:
+        """Keep a delivery of ``kind`` for ``user_id`` until ``until``; returns the token
+        of its start link (random; the same one while such a delivery is waiting)."""
+        ...
+
+    async def claim(self, user_id: str, token: str | None, *, now: datetime) -> list[str]:
+        """Take the person's deliveries still in time, and return their kinds, each once:
+        a second claim finds nothing. Only the person's own deliveries are taken: a
+        ``token`` (from a start link) of someone else's delivery is ignored."""
+        ...

@@ -19,6 +19,7 @@ from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_i
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
 from integrations.mongo.circle_move import MongoCircleMover
 from integrations.mongo.connection import MongoHandle
+from integrations.mongo.deliveries import MongoPendingDeliveries
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
@@ -225,6 +226,7 @@ def build_assistant(
         calendar=CalendarForReply(services.calendar),
         residue=residue,
         time_zones=services.time_zones,
+        deliveries=MongoPendingDeliveries(services.mongo.db),
     )
     return Assistant(
         deps,

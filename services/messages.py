@@ -63,13 +63,53 @@ class Incoming:
 
 
 @dataclass(frozen=True)
+class Document:
+    """A file to send (Telegram ``sendDocument``): its name, its bytes and their type."""
+
+    name: str
+    content: bytes
+    mime_type: str = "text/plain"
+
+    @property
+    def text(self) -> str | None:
+        """The content as text, when it is text (JSON, Markdown)."""
+        try:
+            return self.content.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+@dataclass(frozen=True)
 class Outgoing:
-    """One message to send."""
+    """One message to send: a text, or a ``document`` with ``text`` as its caption."""
 
     chat_id: int
     text: str
     reply_to_message_id: int | None = None
     meta: dict[str, object] = field(default_factory=dict)
+    document: Document | None = None
+
+
+@dataclass(frozen=True)
+class PrivateDelivery:
+    """Messages for one person's DM, asked for somewhere else (a group).
+
+    Telegram refuses a bot's first message to someone who never opened a chat with it
+    (403 "bot can't initiate conversation"). So the sender tries the DM first, then says in
+    the chat where it was asked either ``sent_notice`` or, refused, ``refused_notice``
+    with ``{link}`` replaced by a start link (``t.me/<bot>?start=<token>``): the token
+    names a pending delivery of ``kind`` kept for the person (never its content), and
+    opening the link delivers it."""
+
+    user_id: str
+    telegram_user_id: int
+    kind: str
+    messages: list[Outgoing]
+    #: Where it was asked, and the request's message (the notices reply to it).
+    chat_id: int
+    reply_to_message_id: int | None
+    sent_notice: str
+    refused_notice: str
 
 
 #: The reaction that quietly acknowledges a request Alfred acted on without being

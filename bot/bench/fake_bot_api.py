@@ -3,7 +3,9 @@
 Why not the tests' fake (``tests/helpers/fake_telegram.py``): the test package is not
 installed with Alfred, and the benchmark needs only what a polling bot calls at start
 and while answering text (``getMe``, ``deleteWebhook``, ``getUpdates``, ``sendMessage``,
-``setMessageReaction``).
+``setMessageReaction``, and ``sendDocument`` for an export, uploaded as multipart).
+A private chat listed in ``not_started`` refuses the bot with 403, as Telegram does for
+someone who never opened a chat with it.
 It records when each message was sent, per chat; it does not rate-limit (the bot's own
 limiter applies Telegram's limits, and that is what the benchmark measures).
 """
@@ -44,6 +46,9 @@ class FakeBotApi:
         self.bot["username"] = bot_username
         self.sent: list[Sent] = []
         self.reactions: list[tuple[int, int]] = []  # (chat_id, message_id)
+        self.documents: list[tuple[int, str, bytes]] = []  # (chat_id, filename, content)
+        #: Users who never started the bot: a send to their private chat is refused.
+        self.not_started: set[int] = set()
         self._pending: list[JSON] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
@@ -130,10 +135,22 @@ class FakeBotApi:
 
     async def _handle(self, request: web.Request) -> web.Response:
         params: JSON = {}
-        body = await request.text()
-        for key, value in parse_qsl(body):
-            params[key] = value
+        if request.content_type == "multipart/form-data":  # an upload (sendDocument)
+            for key, value in (await request.post()).items():
+                params[key] = (
+                    (value.filename, value.file.read())
+                    if isinstance(value, web.FileField)
+                    else str(value)
+                )
+        else:
+            for key, value in parse_qsl(await request.text()):
+                params[key] = value
         method = request.match_info["method"].lower()
+        if method.startswith("send") and int(params.get("chat_id") or 0) in self.not_started:
+            refusal = "Forbidden: bot can't initiate conversation with a user"
+            return web.json_response(
+                {"ok": False, "error_code": 403, "description": refusal}, status=403
+            )
         if method == "getme":
             return self._ok(self.bot)
         if method in ("deletewebhook", "setwebhook"):
@@ -147,6 +164,15 @@ class FakeBotApi:
             chat = {"id": chat_id, "type": "group" if chat_id < 0 else "private"}
             message = {"message_id": next(self._message_ids), "date": int(time.time())}
             return self._ok({**message, "chat": chat, "from": self.bot, "text": params["text"]})
+        if method == "senddocument":
+            chat_id = int(params["chat_id"])
+            name, content = params.get("document") or ("file", b"")
+            self.documents.append((chat_id, str(name), bytes(content)))
+            self._answered.set()
+            chat = {"id": chat_id, "type": "group" if chat_id < 0 else "private"}
+            message = {"message_id": next(self._message_ids), "date": int(time.time())}
+            document = {"file_id": f"d{message['message_id']}", "file_unique_id": "u"}
+            return self._ok({**message, "chat": chat, "from": self.bot, "document": document})
         if method == "setmessagereaction":  # a quiet acknowledgement in a group
             self.reactions.append((int(params["chat_id"]), int(params["message_id"])))
             return self._ok(True)

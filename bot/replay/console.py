@@ -117,7 +117,16 @@ class ChatConsole:
             if "reaction" in obj:
                 self.out.print(f"[dim](Alfred reacted {obj['reaction']['emoji']}: done)[/]")
         for reply in replies:
-            self.out.print(f"[bold green]Alfred[/]: {escape(reply['reply']['text'])}")
+            where = reply["reply"]["in"]
+            to = "" if where == self.where else f" [dim](in {where})[/]"
+            self.out.print(f"[bold green]Alfred[/]{to}: {escape(reply['reply']['text'])}")
+        for obj in said:
+            if "document" in obj:
+                doc = obj["document"]
+                self.out.print(
+                    f"[bold green]Alfred[/] [dim](a file in {doc['in']})[/]: "
+                    f"{escape(doc['name'])} ({len(doc.get('text') or '')} characters)"
+                )
         if not said and self.where.startswith("group:"):
             self.out.print(
                 "[dim](Alfred read it but was not addressed: mention @alfred to talk)[/]"

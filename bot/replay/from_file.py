@@ -31,6 +31,16 @@ def pretty(obj: dict[str, Any]) -> str:
         return "\n".join([head, *rows] if rows else [head, "    (no facts)"])
     if kind == "reaction":
         return f"[{value['in']}] Alfred reacts {value['emoji']} to {value['to']}'s message"
+    if kind == "document":
+        head = f"[{value['in']}] Alfred → {value['to']}: a file, {value['name']}"
+        if value.get("caption"):
+            head += f" ({value['caption']})"
+        body = value.get("text")
+        return (
+            head
+            if body is None
+            else head + "\n" + "\n".join(f"    {line}" for line in str(body).splitlines())
+        )
     if kind == "job":
         return f"[job] {value['name']}: {value['status']}"
     if kind == "dump":

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from redis.asyncio import Redis
 from telegram import Update
 
+from bot.replay.output import chat_ref, take_sent
 from bot.replay.script import (
     _DURATION,
     _UNITS,
@@ -100,7 +101,8 @@ class Replay:
         self.clock = clock
         self.jobs = jobs
         self.names = Names()
-        self.api = OfflineBotAPI()
+        #: A user's DM takes the bot's messages once they wrote there (Telegram's rule).
+        self.api = OfflineBotAPI(started=set())
         residue = ErasureFiles(
             services.settings.data_dir() / "spool",
             lambda: jobs.redis_client() if jobs else None,
@@ -201,22 +203,20 @@ class Replay:
         replied = self._last_bot_message.get(chat["id"]) if reply_to == "bot" else None
         if replied is not None:
             fields["reply_to_message"] = replied
+        if where.startswith("dm:") and self.api.started is not None:
+            self.api.started.add(chat["id"])  # they wrote to the bot: it may answer there
         await self._feed({"message": self._message(chat, self._user(sender), **fields)})
-        out: list[dict[str, Any]] = [
-            {"reaction": {"in": where, "to": sender, "emoji": r.emoji}}
-            for r in self.api.take_reactions()
-        ]
-        sent_now = self.api.take()
+        out, sent_now = take_sent(self.api, where, sender, self.names.users, self.names.circles)
         for sent in sent_now:
+            ref = chat_ref(sent.chat_id, self.names.users, self.names.circles) or where
             self._last_bot_message[sent.chat_id] = {
                 "message_id": sent.message_id,
                 "date": int(self.clock.now().timestamp()),
-                "chat": self._chat(where),
+                "chat": self._chat(ref),
                 "from": self.api.bot_user(),
                 "text": sent.text,
             }
-        replies = [{"reply": {"in": where, "to": sender, "text": sent.text}} for sent in sent_now]
-        return out + replies
+        return out
 
     def advance(self, value: str) -> None:
         match = _DURATION.match(value)

@@ -1,9 +1,13 @@
 """A Bot API that never leaves the process, for replay, the console and the demo.
 
 PTB talks to Telegram through a ``BaseRequest``; this one answers ``getMe`` as the bot
-``alfred`` and records ``sendMessage`` and ``setMessageReaction`` calls instead of
-sending them, so the real application, handlers and rate limiter run with no network
-and no token.
+``alfred`` and records ``sendMessage``, ``sendDocument`` (multipart) and
+``setMessageReaction`` calls instead of sending them, so the real application, handlers
+and rate limiter run with no network and no token.
+
+With ``started`` set (the replay sets it), a private chat accepts the bot's messages only
+once its user has written there, as on Telegram: before that a send is refused with 403
+"bot can't initiate conversation with a user".
 """
 
 from __future__ import annotations
@@ -28,6 +32,17 @@ class SentMessage:
 
 
 @dataclass
+class SentDocument:
+    """A file the bot sent (``sendDocument``)."""
+
+    chat_id: int
+    name: str
+    content: bytes
+    caption: str
+    message_id: int
+
+
+@dataclass
 class SetReaction:
     """A reaction the bot set on a message (``setMessageReaction``)."""
 
@@ -43,6 +58,9 @@ class OfflineBotAPI(BaseRequest):
     username: str = "alfred"
     sent: list[SentMessage] = field(default_factory=list)
     reactions: list[SetReaction] = field(default_factory=list)
+    documents: list[SentDocument] = field(default_factory=list)
+    #: The private chats whose user has written to the bot (None: every chat accepts).
+    started: set[int] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
     def __post_init__(self) -> None:
@@ -82,6 +100,20 @@ class OfflineBotAPI(BaseRequest):
         name = url.rsplit("/", 1)[-1]
         params: dict[str, Any] = dict(request_data.parameters) if request_data is not None else {}
         result: Any
+        target = params.get("chat_id")
+        if (
+            name.startswith("send")
+            and self.started is not None
+            and target is not None
+            and int(target) > 0
+            and int(target) not in self.started
+        ):
+            refusal = {
+                "ok": False,
+                "error_code": 403,
+                "description": "Forbidden: bot can't initiate conversation with a user",
+            }
+            return 403, json.dumps(refusal).encode()
         if name == "getMe":
             result = self.bot_user()
         elif name == "sendMessage":
@@ -106,6 +138,27 @@ class OfflineBotAPI(BaseRequest):
                 "from": self.bot_user(),
                 "text": str(params.get("text", "")),
             }
+        elif name == "sendDocument":
+            message_id = next(self._ids)
+            chat_id = int(params["chat_id"])
+            files = request_data.multipart_data if request_data is not None else {}
+            upload = files.get("document")
+            filename, content = (str(upload[0]), upload[1]) if upload else ("file", b"")
+            data = content if isinstance(content, bytes) else bytes(content.read())
+            caption = str(params.get("caption") or "")
+            self.documents.append(SentDocument(chat_id, filename, data, caption, message_id))
+            result = {
+                "message_id": message_id,
+                "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+                "from": self.bot_user(),
+                "document": {
+                    "file_id": f"doc{message_id}",
+                    "file_unique_id": f"u{message_id}",
+                    "file_name": filename,
+                },
+                **({"caption": caption} if caption else {}),
+            }
         elif name == "setMessageReaction":
             kinds = params.get("reaction") or []
             if isinstance(kinds, str):
@@ -128,6 +181,11 @@ class OfflineBotAPI(BaseRequest):
     def take(self) -> list[SentMessage]:
         """What was sent since the last call."""
         out, self.sent = self.sent, []
+        return out
+
+    def take_documents(self) -> list[SentDocument]:
+        """The documents sent since the last call."""
+        out, self.documents = self.documents, []
         return out
 
     def take_reactions(self) -> list[SetReaction]:

@@ -1,17 +1,19 @@
 """How Alfred's answers reach Telegram: cut to the size Telegram accepts, into the
 asker's forum topic, and to the new chat when a group has just become a supergroup;
-quiet acknowledgements as reactions."""
+quiet acknowledgements as reactions; files as documents; and what is meant for someone's
+DM, with a start link in the group when Telegram refuses (they never opened a chat with
+the bot)."""
 
 from __future__ import annotations
 
 import logging
 
-from telegram import ReactionTypeEmoji, Update
-from telegram.error import ChatMigrated, TelegramError
+from telegram import InputFile, ReactionTypeEmoji, Update
+from telegram.error import ChatMigrated, Forbidden, TelegramError
 from telegram.ext import ContextTypes
 
 from bot.telegram.updates import anonymous_and_addressed, bot_handle
-from services.messages import Reaction, split_for_telegram
+from services.messages import Outgoing, PrivateDelivery, Reaction, split_for_telegram
 from services.reply.assistant import Assistant
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,48 @@ class Replier:
                     log.exception("moving circle %s to %s failed", chat_id, exc.new_chat_id)
                 chat_id, reply_to = exc.new_chat_id, None
                 await context.bot.send_message(chat_id=chat_id, text=part)
+
+    async def send_out(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        out: Outgoing,
+        reply_to: int | None = None,
+        topic: int | None = None,
+    ) -> None:
+        """Send one :class:`Outgoing`: a text, or a document with its caption."""
+        if out.document is None:
+            await self.send(context, out.chat_id, out.text, reply_to, topic)
+            return
+        doc = out.document
+        await context.bot.send_document(
+            chat_id=out.chat_id,
+            document=InputFile(doc.content, filename=doc.name),
+            caption=out.text or None,
+            reply_to_message_id=reply_to,
+            allow_sending_without_reply=True,
+            message_thread_id=topic,
+        )
+
+    async def send_private(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        delivery: PrivateDelivery,
+        topic: int | None = None,
+    ) -> None:
+        """Send ``delivery`` to the person's DM, then say in the chat it was asked in
+        where it went. Refused (403: they never started the bot, or blocked it), it is
+        kept for them and the notice carries a start link that delivers it."""
+        try:
+            for out in delivery.messages:
+                await self.send_out(context, out)
+        except Forbidden:
+            token = await self.assistant.exports.hold(delivery)
+            log.info("a %s for a DM was refused; kept for the person's start", delivery.kind)
+            link = f"https://t.me/{context.bot.username}?start={token}" if token else ""
+            text = delivery.refused_notice.replace("{link}", link)
+        else:
+            text = delivery.sent_notice
+        await self.send(context, delivery.chat_id, text, delivery.reply_to_message_id, topic)
 
     async def react(self, context: ContextTypes.DEFAULT_TYPE, reaction: Reaction) -> None:
         """Set a reaction on a user's message (a quiet acknowledgement). What it

@@ -41,6 +41,7 @@ from memory.prompts.common import Person
 from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
+    ExportIntent,
     ForgetAllIntent,
     ForgetIntent,
     PinIntent,
@@ -52,12 +53,13 @@ from memory.rules.intents import (
 )
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
+from services.messages import Incoming, Outgoing, PrivateDelivery, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
 from services.reply.directives import Directives
 from services.reply.edits import Edits
+from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,9 @@ class Turn:
     handled: bool = False
     #: Quiet acknowledgements: reactions set on the user's message instead of a reply.
     reactions: list[Reaction] = field(default_factory=list)
+    #: Messages for the asker's DM, asked for in a group (an export): the sender tries
+    #: the DM and says in the group where it went, or gives a start link when refused.
+    private: list[PrivateDelivery] = field(default_factory=list)
 
 
 class Assistant:
@@ -108,6 +113,7 @@ class Assistant:
         self.pinning = Pinning(deps.facts, deps.operations.embedder)
         self.directives = Directives(deps)
         self.edits = Edits(deps)
+        self.exports = ExportRequests(Exporter(deps, self.directives), deps)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -378,6 +384,9 @@ class Assistant:
                 asked = await self.forgetting.ask_which(inc, thread, viewer, result, new_id())
                 return Turn(asked, handled=True)
             return say(result.text)
+        if isinstance(intent, ExportIntent):  # a person's right over their data, like forget
+            replies, private = await self.exports.answer(inc, viewer)
+            return Turn(replies, handled=True, private=private)
         # Forgetting works whatever the flags say: it is a person's right over their data.
         storing = isinstance(intent, RememberIntent | CorrectionIntent) or (
             isinstance(intent, DirectiveIntent) and not intent.revoke

@@ -23,8 +23,9 @@ Things you can say:
 • "what do you remember about me?" / "… about us?"
 • "forget that I like jazz" / "forget everything about me"
 • "always keep your answers short" / "no emojis" (and "you can use emojis again")
+• "export my memories" (I send you a file of what I remember that you can see)
 
-Commands: /start, /help, /status, /calendar"""
+Commands: /start, /help, /status, /calendar, /export"""
 
 OFFLINE_NOTE = (
     "\n\nI'm running offline (no language model is configured): I remember, correct, "

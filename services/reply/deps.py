@@ -11,7 +11,7 @@ from memory.flags import MemoryFlags
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock
-from memory.reply_ports import CalendarAccess, ErasureResidue, ReplyObserver
+from memory.reply_ports import CalendarAccess, ErasureResidue, PendingDeliveries, ReplyObserver
 from memory.retrieval import Retriever
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
 from services.timezones import TimeZones
@@ -40,3 +40,6 @@ class ReplyDeps:
     residue: ErasureResidue | None = None
     #: Whose clock the reply's "now" is on (None: UTC, as in a bare test world).
     time_zones: TimeZones | None = None
+    #: What waits for a person to open a chat with Alfred (None: nowhere to keep it, and
+    #: a refused DM is answered with words instead of a start link).
+    deliveries: PendingDeliveries | None = None

@@ -48,8 +48,12 @@ upgraded to a supergroup answers with ``migrate_to_chat_id``; a bot that was
 kicked/blocked gets 403; entity offsets are UTF-16 code units.
 
 What it serves is what Alfred calls (``getMe``, ``getUpdates``, ``deleteWebhook``,
-``setWebhook``, ``sendMessage``, ``setMessageReaction``); any other method is 404, like an
-unknown one on the real API. Alfred sends plain text only: a ``parse_mode`` or explicit
+``setWebhook``, ``sendMessage``, ``sendDocument`` (a multipart upload),
+``setMessageReaction``); any other method is 404, like an unknown one on the real API.
+A user the fake knows (made by :meth:`FakeTelegram.user`, e.g. a group member) whose
+private chat was never opened (:meth:`FakeTelegram.private_chat`) cannot be written to:
+403 "bot can't initiate conversation with a user", as on Telegram.
+Alfred sends plain text only: a ``parse_mode`` or explicit
 ``entities`` is refused with 400, so a change that starts sending formatted text fails
 loudly here instead of passing unchecked.
 
@@ -67,8 +71,8 @@ Fault injection: :meth:`FakeTelegram.fail_next` (any code/description/parameters
 :meth:`~FakeTelegram.rate_limit_next` (429 + ``retry_after``).
 
 Records: :attr:`FakeTelegram.calls` (every request, including failed ones),
-:attr:`~FakeTelegram.sent_messages`, :attr:`~FakeTelegram.webhook_deliveries`; wait on
-them with
+:attr:`~FakeTelegram.sent_messages`, :attr:`~FakeTelegram.sent_documents`,
+:attr:`~FakeTelegram.webhook_deliveries`; wait on them with
 :meth:`~FakeTelegram.wait_for_messages`, :meth:`~FakeTelegram.wait_for_calls`,
 :meth:`~FakeTelegram.wait_until` (deadlines, never fixed sleeps).
 """
@@ -105,7 +109,7 @@ _BOT_REACTIONS = frozenset({"\N{THUMBS UP SIGN}", "\N{OK HAND SIGN}", "\N{WRITIN
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
 # Form parameters that are always strings even when they look like JSON ("123", "true").
-_STRING_PARAMS = frozenset({"text", "parse_mode", "url", "secret_token"})
+_STRING_PARAMS = frozenset({"text", "caption", "parse_mode", "url", "secret_token"})
 
 _REASONS = {
     400: "Bad Request",
@@ -316,6 +320,9 @@ class FakeTelegram:
         # What the bot did.
         self.calls: list[ApiCall] = []
         self.sent_messages: list[JSON] = []
+        #: ``sendDocument`` calls that succeeded: chat_id, message_id, filename, content
+        #: (bytes), caption.
+        self.sent_documents: list[JSON] = []
         #: ``setMessageReaction`` calls that succeeded: chat_id, message_id, emoji.
         self.reactions: list[JSON] = []
         self.webhook_deliveries: list[WebhookDelivery] = []
@@ -1003,9 +1010,20 @@ class FakeTelegram:
     async def _read_params(self, request: web.Request) -> JSON:
         """The parameters of a call: the query string and the form PTB posts."""
         params: JSON = {k: _coerce_param(k, v) for k, v in request.query.items()}
-        if request.body_exists and request.content_type == "application/x-www-form-urlencoded":
+        if request.body_exists and request.content_type in (
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+        ):
             form = await request.post()
-            params.update({key: _coerce_param(key, str(value)) for key, value in form.items()})
+            for key, value in form.items():
+                if isinstance(value, web.FileField):  # an upload (sendDocument's file)
+                    params[key] = {
+                        "filename": value.filename,
+                        "content": value.file.read(),
+                        "content_type": value.content_type,
+                    }
+                else:
+                    params[key] = _coerce_param(key, str(value))
         return params
 
     async def _handle_api(self, request: web.Request) -> web.Response:
@@ -1063,6 +1081,10 @@ class FakeTelegram:
                 {"migrate_to_chat_id": self.migrated[key]},
             )
         found = self.chats.get(key)
+        if found is None and key in self.users:
+            # A user the fake knows (a group member) who never opened a private chat with
+            # the bot: Telegram refuses a bot's first message to them.
+            raise TelegramApiError(403, "Forbidden: bot can't initiate conversation with a user")
         if found is None:
             raise _bad_request("chat not found")
         return found
@@ -1250,6 +1272,51 @@ class FakeTelegram:
                 "message_thread_id": params.get("message_thread_id"),
                 "message": copy.deepcopy(msg),
                 "params": dict(params),
+            }
+        )
+        return msg
+
+    async def _api_senddocument(self, params: JSON) -> JSON:
+        """A file uploaded as multipart (``document``), with an optional plain caption."""
+        chat = self._resolve_chat(params.get("chat_id"))
+        self._check_can_send(chat)
+        upload = params.get("document")
+        if not isinstance(upload, dict):
+            raise _bad_request("there is no document in the request")
+        if params.get("parse_mode") or params.get("caption_entities"):
+            raise _bad_request("this fake takes plain captions only (Alfred sends no formatting)")
+        caption = str(params.get("caption") or "")
+        if len(caption) > 1024:
+            raise _bad_request("message caption is too long")
+        reply_to = self._resolve_reply(chat, params)
+        chat_id = int(chat["id"])
+        file_id = f"doc{next(self._file_ids)}"
+        msg: JSON = {
+            "message_id": self._allocate_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": copy.deepcopy(chat),
+            "from": self.bot_user,
+            "document": {
+                "file_id": file_id,
+                "file_unique_id": f"u{file_id}",
+                "file_name": upload["filename"],
+                "file_size": len(upload["content"]),
+            },
+        }
+        if params.get("message_thread_id") is not None:
+            msg["message_thread_id"] = int(params["message_thread_id"])
+        if reply_to is not None:
+            msg["reply_to_message"] = reply_to
+        if caption:
+            _put_text(msg, caption, key="caption")
+        self.messages[(chat_id, msg["message_id"])] = copy.deepcopy(msg)
+        self.sent_documents.append(
+            {
+                "chat_id": chat_id,
+                "message_id": msg["message_id"],
+                "filename": upload["filename"],
+                "content": upload["content"],
+                "caption": caption,
             }
         )
         return msg

@@ -1,8 +1,15 @@
 """Commands: the answer comes from the reply service's :class:`ChatCommands`; this
 handler parses the command, leaves one for another bot alone, answers an edited one
-not again, and sends the text."""
+not again, and sends the text.
+
+``/export`` is a message like "export my memories" (the reply service handles it, and it
+is journaled like any request); ``/start`` in a DM, with or without a start link's token,
+also delivers what waited for the person to open the chat (an export asked for in a
+group while Telegram refused to let Alfred write to them)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from telegram import Chat, Update
 from telegram.ext import ContextTypes
@@ -38,6 +45,13 @@ class Commands:
         if inc is None:
             await self.replier.refuse_anonymous(update, context)
             return
+        if name.lower() == "export":  # a command is addressed to the bot it names
+            turn = await self.assistant.handle(dataclasses.replace(inc, addressed=True))
+            for out in turn.replies:
+                await self.replier.send_out(context, out, None, inc.topic_id)
+            for delivery in turn.private:
+                await self.replier.send_private(context, delivery, inc.topic_id)
+            return
         _, viewer = await self.assistant.membership.register(inc)
         parts = safe_text(message.text).split(maxsplit=1)
         argument = parts[1] if len(parts) > 1 else ""
@@ -45,3 +59,7 @@ class Commands:
         await self.replier.send(
             context, chat.id, text, message.message_id if inc.is_group else None, inc.topic_id
         )
+        if name.lower() == "start":
+            token = argument.strip() or None
+            for out in await self.assistant.exports.waiting(viewer, token, chat.id):
+                await self.replier.send_out(context, out)

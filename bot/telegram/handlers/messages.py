@@ -92,10 +92,11 @@ class Messages:
         for reaction in turn.reactions:
             await self.replier.react(context, reaction)
         for out in turn.replies:
-            await self.replier.send(
+            await self.replier.send_out(
                 context,
-                out.chat_id,
-                out.text,
+                out,
                 out.reply_to_message_id if inc.is_group else None,
                 inc.topic_id if out.chat_id == inc.chat_id else None,
             )
+        for delivery in turn.private:
+            await self.replier.send_private(context, delivery, inc.topic_id)

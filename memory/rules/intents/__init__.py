@@ -38,7 +38,8 @@ one. Regular expressions that backtrack are only run on sentences of at most
 :data:`memory.rules.text.MAX_PARSE_CHARS` characters.
 
 One module per intent (:mod:`.remember`, :mod:`.correct`, :mod:`.forget`, :mod:`.pin`,
-:mod:`.recall`, :mod:`.directive`, :mod:`.reference`), the result types in :mod:`.kinds`,
+:mod:`.export`, :mod:`.recall`, :mod:`.directive`, :mod:`.reference`), the result types in
+:mod:`.kinds`,
 the shared clause preparation in :mod:`.clause` and :func:`detect_intent` in :mod:`.detect`.
 """
 
@@ -46,11 +47,13 @@ from memory.rules.addressing import strip_addressing
 from memory.rules.intents.correct import detect_correction
 from memory.rules.intents.detect import detect_intent
 from memory.rules.intents.directive import detect_directive
+from memory.rules.intents.export import detect_export
 from memory.rules.intents.forget import detect_forget
 from memory.rules.intents.kinds import (
     CorrectionIntent,
     DirectiveIntent,
     DirectiveTopic,
+    ExportIntent,
     ForgetAllIntent,
     ForgetIntent,
     Intent,
@@ -67,6 +70,7 @@ __all__ = [
     "CorrectionIntent",
     "DirectiveIntent",
     "DirectiveTopic",
+    "ExportIntent",
     "ForgetAllIntent",
     "ForgetIntent",
     "Intent",
@@ -76,6 +80,7 @@ __all__ = [
     "detect_ambiguous_reference",
     "detect_correction",
     "detect_directive",
+    "detect_export",
     "detect_forget",
     "detect_intent",
     "detect_pin",

@@ -67,6 +67,12 @@ class PinIntent(_Intent):
     target: str | None
 
 
+class ExportIntent(_Intent):
+    """A request for a file of everything Alfred keeps that the speaker may see."""
+
+    kind: Literal["export"] = "export"
+
+
 DirectiveTopic = Literal["language", "name", "length", "style", "avoid", "general"]
 
 
@@ -94,4 +100,5 @@ Intent = (
     | RecallIntent
     | DirectiveIntent
     | PinIntent
+    | ExportIntent
 )

@@ -1,0 +1,57 @@
+"""What the bot sent during one replay event, as REPLAY.md output lines.
+
+A message or a file may go to another chat than the one the event happened in (an export
+asked for in a group goes to the asker's DM), so each line names the chat it went to:
+``dm:<user>`` (``to`` that user) or ``group:<circle>`` (``to`` the person who spoke).
+Reactions come first, then messages and documents in the order they were sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bot.telegram.offline_bot_api import OfflineBotAPI, SentDocument, SentMessage
+
+
+def chat_ref(chat_id: int, users: Mapping[str, int], circles: Mapping[str, int]) -> str | None:
+    """The script's name of a chat (``dm:alice``, ``group:fam``), if the script named it."""
+    for name, tid in users.items():
+        if tid == chat_id:
+            return f"dm:{name}"
+    for name, cid in circles.items():
+        if cid == chat_id:
+            return f"group:{name}"
+    return None
+
+
+def take_sent(
+    api: OfflineBotAPI,
+    where: str,
+    sender: str,
+    users: Mapping[str, int],
+    circles: Mapping[str, int],
+) -> tuple[list[dict[str, Any]], list[SentMessage]]:
+    """The output lines for everything ``api`` recorded since the last call, and the
+    messages themselves (a later ``reply_to`` replies to the latest one of a chat)."""
+    out: list[dict[str, Any]] = [
+        {"reaction": {"in": where, "to": sender, "emoji": r.emoji}} for r in api.take_reactions()
+    ]
+    messages = api.take()
+    sent: list[SentMessage | SentDocument] = [*messages, *api.take_documents()]
+    sent.sort(key=lambda s: s.message_id)
+    for item in sent:
+        ref = chat_ref(item.chat_id, users, circles) or where
+        to = ref.split(":", 1)[1] if ref.startswith("dm:") else sender
+        if isinstance(item, SentDocument):
+            try:
+                text: str | None = item.content.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            doc: dict[str, Any] = {"in": ref, "to": to, "name": item.name, "text": text}
+            if item.caption:
+                doc["caption"] = item.caption
+            out.append({"document": doc})
+        else:
+            out.append({"reply": {"in": ref, "to": to, "text": item.text}})
+    return out, messages
