@@ -1,0 +1,126 @@
+"""Proactive partner context (seed 004 §18.2): in the group, what a partner shared there is
+offered when it helps, and said to be theirs; what they said in their DM never is, and a
+DM never shows a partner's memory at all (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.settings import Settings
+from tests.helpers.replay import probe, probes, replay_lines, replies, say
+
+FLAT = {"circle": "flat", "members": ["ines", "kofi", "lena"]}
+
+
+def _texts(out: list[dict[str, Any]], where: str) -> list[str]:
+    return [r["text"] for r in replies(out) if r["in"] == where and r["to"] == "ines"]
+
+
+async def test_a_partners_group_preferences_are_offered_in_the_group_as_theirs(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            FLAT,
+            say("kofi", "group:flat", "@alfred remember that I'm gluten free"),
+            say("kofi", "group:flat", "@alfred remember that I adore Sichuan food"),
+            say("kofi", "group:flat", "@alfred remember that my bike is in the cellar"),
+            say("lena", "group:flat", "@alfred remember that I adore opera"),
+            say("ines", "group:flat", "@alfred what could I make for supper with Kofi on Friday?"),
+            say("ines", "group:flat", "@alfred I'm baking a cake for Kofi's birthday"),
+        ],
+        tmp_path / "a",
+    )
+    supper, cake = _texts(out, "group:flat")
+    for answer in (supper, cake):
+        assert "From what Kofi has shared here:" in answer, answer
+        assert "gluten free" in answer, answer
+        # Only what helps, and only the partner asked about.
+        assert "bike" not in answer and "opera" not in answer, answer
+    assert "Sichuan" in supper, supper
+
+
+async def test_a_partners_dm_memory_is_never_offered_in_the_group(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Kofi's DM memory matches both questions better than anything (his name, "dinner",
+    "ramen", a dislike): only the privacy filter keeps it out, so this fails if it is
+    bypassed. A plan made together ("we … this weekend") offers every partner's."""
+    out = await replay_lines(
+        settings,
+        [
+            FLAT,
+            say("kofi", "dm:kofi", "remember that I hate seafood ramen at dinner"),
+            say("kofi", "group:flat", "@alfred remember that I love ramen"),
+            say("ines", "group:flat", "@alfred any ideas for dinner with Kofi tonight?"),
+            say("ines", "group:flat", "@alfred where should we go for ramen this weekend?"),
+            probe("ines", "group:flat", "any ideas for dinner with Kofi tonight?"),
+            say("kofi", "dm:kofi", "any ideas for dinner tonight?"),
+        ],
+        tmp_path / "b",
+    )
+    ideas, weekend = _texts(out, "group:flat")
+    assert "From what Kofi has shared here:" in ideas and "ramen" in ideas, ideas
+    assert "Kofi has shared here" in weekend and "ramen" in weekend, weekend
+    for answer in (ideas, weekend):
+        assert "seafood" not in answer, answer
+    seen = [m["content"] for m in probes(out)[0]["memories"]]
+    assert not [c for c in seen if "seafood" in c], seen
+    # Kofi's own DM still has it: it is private, not lost.
+    own = [r["text"] for r in replies(out) if r["in"] == "dm:kofi"][-1]
+    assert "seafood" in own, own
+
+
+async def test_in_a_dm_a_partners_group_memory_is_not_offered(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A member's group memory is visible in the group and in their own DM, never in
+    another member's DM (DESIGN.md §3): Ines's DM gets no partner context."""
+    out = await replay_lines(
+        settings,
+        [
+            FLAT,
+            say("kofi", "group:flat", "@alfred remember that I love ramen"),
+            say("kofi", "group:flat", "@alfred remember that I'm vegetarian"),
+            say("ines", "dm:ines", "any ideas for dinner with Kofi tonight?"),
+            say("ines", "group:flat", "@alfred any ideas for dinner with Kofi tonight?"),
+            probe("ines", "dm:ines", "any ideas for dinner with Kofi tonight?"),
+        ],
+        tmp_path / "c",
+    )
+    (in_dm,) = _texts(out, "dm:ines")
+    (in_group,) = _texts(out, "group:flat")
+    assert "ramen" in in_group and "vegetarian" in in_group, in_group
+    assert "From what Kofi has shared here:" in in_group, in_group
+    assert "ramen" not in in_dm and "vegetarian" not in in_dm, in_dm
+    assert "has shared" not in in_dm, in_dm
+    assert probes(out)[0]["memories"] == [], probes(out)[0]
+
+
+async def test_no_partner_context_when_nothing_of_theirs_helps(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Naming Lena makes her memories match her name, not the plan: her car does not
+    help with dinner, and a weekend plan finds nothing of anyone's."""
+    out = await replay_lines(
+        settings,
+        [
+            FLAT,
+            say("lena", "group:flat", "@alfred remember that my car is a blue Fiat"),
+            say("kofi", "group:flat", "@alfred remember that my bike is in the cellar"),
+            say("kofi", "group:flat", "@alfred remember that I love ramen"),
+            say("ines", "group:flat", "@alfred any ideas for dinner with Lena tonight?"),
+            say("ines", "group:flat", "@alfred what shall we do this weekend?"),
+            say("ines", "group:flat", "@alfred any ideas for dinner with Kofi tonight?"),
+        ],
+        tmp_path / "d",
+    )
+    lena, weekend, kofi = _texts(out, "group:flat")
+    for answer in (lena, weekend):
+        assert "has shared" not in answer, answer
+        for unrelated in ("Fiat", "bike", "ramen"):
+            assert unrelated not in answer, answer
+    assert "From what Kofi has shared here:" in kofi and "ramen" in kofi, kofi
+    assert "bike" not in kofi, kofi
