@@ -4,11 +4,23 @@ DM never shows a partner's memory at all (DESIGN.md §3)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo.facts import MongoFactStore
+from memory.clock import ManualClock
+from memory.facts import FactWriter
+from memory.models import Partition, Viewer
+from memory.retrieval import Retriever
+from memory.search.app_backend import AppSearchBackend
+from memory.search.scope_index import ScopeIndexCache
 from runtime.settings import Settings
+from tests.helpers.fakes import HashEmbedder
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
+from tests.helpers.world import dm, group, viewer
 
 FLAT = {"circle": "flat", "members": ["ines", "kofi", "lena"]}
 
@@ -124,3 +136,40 @@ async def test_no_partner_context_when_nothing_of_theirs_helps(
             assert unrelated not in answer, answer
     assert "From what Kofi has shared here:" in kofi and "ramen" in kofi, kofi
     assert "bike" not in kofi, kofi
+
+
+# --- retrieval: a query naming someone finds what they said --------------------------------
+
+
+async def test_a_query_naming_a_member_finds_their_memories_without_their_name(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """What Bob said is stored as said ("pad thai is my comfort food"): the speaker is
+    metadata, not text. A question naming Bob still finds it, through his name, and
+    only where it is visible."""
+    store = MongoFactStore(migrated_db)
+    clock = ManualClock(datetime(2026, 4, 2, 18, 0, tzinfo=UTC))
+    embedder = HashEmbedder()
+    writer = FactWriter(store, embedder, clock)
+    await writer.add("pad thai is my comfort food", Partition.member("fam", "bob"))
+    await writer.add("my brother owes me money", Partition.dm("bob"))
+    await writer.add("the dishwasher rattles", Partition.member("fam", "alice"))
+    cache = ScopeIndexCache(store, dimensions=embedder.dimensions, model_name=embedder.model_name)
+    retriever = Retriever(AppSearchBackend(cache), embedder, clock)
+    query = "ideas for dinner with Bob?"
+    about = {"bob": "Bob"}
+
+    async def found(v: Viewer, names: dict[str, str] | None) -> list[str]:
+        result = await retriever.search(v, query, limit=10, about=names)
+        return [f.fact.content for f in result.facts]
+
+    alice_group = viewer("alice", group("fam"), ["fam"])
+    assert await found(alice_group, None) == []
+    assert await found(alice_group, about) == ["pad thai is my comfort food"]
+    # Alice's DM sees neither Bob's group memory nor his DM one, named or not.
+    assert await found(viewer("alice", dm("alice"), ["fam"]), about) == []
+    # Naming Bob never reaches his DM memory: the equality above leaves it out, and so
+    # does Bob's own view of the group.
+    assert await found(viewer("bob", group("fam"), ["fam"]), about) == [
+        "pad thai is my comfort food"
+    ]
