@@ -187,7 +187,7 @@ class Retriever:
         # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
         vector = asyncio.create_task(self._embed(text, result))
-        recent = asyncio.create_task(self._timed_recent(viewer, text, vector))
+        recent = asyncio.create_task(self._timed_recent(viewer, text, vector, about))
         result = await self._search_facts(
             viewer, query, limit=limit, result=result, vector_task=vector, about=about
         )
@@ -208,7 +208,11 @@ class Retriever:
         return result
 
     async def _timed_recent(
-        self, viewer: Viewer, text: str, vector: asyncio.Task[Vector | None]
+        self,
+        viewer: Viewer,
+        text: str,
+        vector: asyncio.Task[Vector | None],
+        about: Mapping[str, str] | None = None,
     ) -> list[tuple[Candidate, float, float]] | str:
         """The recent leg's hits, or why it has none (late or failed: the others answer)."""
         leg = self.recent
@@ -216,7 +220,12 @@ class Retriever:
             return "off"
         try:
             return await leg.search(
-                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s, vector=vector
+                viewer,
+                text,
+                self.clock.now(),
+                budget=self.config.leg_timeout_s,
+                vector=vector,
+                about=about,
             )
         except TimeoutError:
             log.warning("retrieval leg recent timed out")

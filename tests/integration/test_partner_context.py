@@ -138,6 +138,26 @@ async def test_no_partner_context_when_nothing_of_theirs_helps(
     assert "bike" not in kofi, kofi
 
 
+async def test_what_a_partner_said_minutes_ago_in_the_group_is_offered_as_theirs(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Before formation, Kofi's group line is found through his name (it shares no word
+    with the question); his DM line, said as recently, is not."""
+    out = await replay_lines(
+        settings,
+        [
+            FLAT,
+            say("kofi", "group:flat", "I've gone vegan this month"),
+            say("kofi", "dm:kofi", "honestly I'm sick of pasta"),
+            say("ines", "group:flat", "@alfred any ideas for dinner with Kofi tonight?"),
+        ],
+        tmp_path / "e",
+    )
+    (answer,) = _texts(out, "group:flat")
+    assert "From what Kofi has shared here:" in answer and "vegan" in answer, answer
+    assert "pasta" not in answer, answer
+
+
 # --- retrieval: a query naming someone finds what they said --------------------------------
 
 

@@ -143,8 +143,8 @@ def _partners_asked_about(ctx: ReplyContext) -> list[Person]:
 def partner_context(ctx: ReplyContext, partners: list[Person] | None = None) -> str | None:
     """What the partners a group message is about shared there, attributed to each
     ("From what Bob has shared here: Bob is vegetarian; Bob loves Thai food."), then the
-    speaker's own memories on the topic; ``None`` when retrieval found nothing of theirs
-    that helps."""
+    speaker's own and the circle's memories on the topic; ``None`` when retrieval found
+    nothing of theirs that helps."""
     lines = []
     for person in _partners_asked_about(ctx) if partners is None else partners:
         # Only what helps: naming Bob makes every memory of his match the name, and
@@ -158,6 +158,9 @@ def partner_context(ctx: ReplyContext, partners: list[Person] | None = None) -> 
     mine = _helpful(ctx, [m for m in ctx.memories if m.owner_id == ctx.speaker_id])
     if mine:
         lines.append(f"You mentioned: {'; '.join(_sentence(m) for m in mine[:MAX_CITED])}.")
+    ours = _helpful(ctx, [m for m in ctx.memories if m.owner_id is None])
+    if ours:
+        lines.append(f"For everyone: {'; '.join(_sentence(m) for m in ours[:MAX_CITED])}.")
     return "\n".join(lines)
 
 

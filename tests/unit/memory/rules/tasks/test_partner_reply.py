@@ -57,11 +57,14 @@ def test_a_plan_made_together_offers_each_partners_own_and_the_speakers() -> Non
         _memory("Bob can't eat nuts", BOB),
         _memory("Cara loves cooking risotto", CARA),
         _memory("Alice hates cooking on weekdays", ALICE),
+        _memory("The family's Sunday dinner is at six", None),
+        _memory("The wifi password is on the fridge", None),
     )
     assert reply.splitlines() == [
         "From what Bob has shared here: Bob can't eat nuts.",
         "From what Cara has shared here: Cara loves cooking risotto.",
         "You mentioned: Alice hates cooking on weekdays.",
+        "For everyone: The family's Sunday dinner is at six.",
     ]
 
 
