@@ -187,7 +187,10 @@ class Conversation:
         flags = self.d.flags()
         query = str(call.arguments.get("query", ""))[:500]
         limit = int(call.arguments.get("limit", 8) or 8)
-        found = await self.d.retriever.search(viewer, query, limit=max(1, min(limit, 15)))
+        about = await self._about(viewer, query, lookups)
+        found = await self.d.retriever.search(
+            viewer, query, limit=max(1, min(limit, 15)), about=about
+        )
         name_of = await self.names(viewer, lookups)
         lines = [
             f"- {f.fact.content}{owner_note(f.fact.partition.owner_user_id, viewer, name_of)}"

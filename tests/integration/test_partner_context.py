@@ -8,8 +8,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bot.bench.fake_openai import (
+    FakeOpenAI,
+    RecordedRequest,
+    completion,
+    json_task_handler,
+    tool_call,
+)
 from integrations.mongo.facts import MongoFactStore
 from memory.clock import ManualClock
 from memory.facts import FactWriter
@@ -23,6 +31,7 @@ from tests.helpers.replay import probe, probes, replay_lines, replies, say
 from tests.helpers.world import dm, group, viewer
 
 FLAT = {"circle": "flat", "members": ["ines", "kofi", "lena"]}
+DEFAULT_TASKS = json_task_handler()
 
 
 def _texts(out: list[dict[str, Any]], where: str) -> list[str]:
@@ -193,3 +202,62 @@ async def test_a_query_naming_a_member_finds_their_memories_without_their_name(
     assert await found(viewer("bob", group("fam"), ["fam"]), about) == [
         "pad thai is my comfort food"
     ]
+
+
+# --- with a model: what the prompt holds and asks -------------------------------------------
+
+
+def _model(request: RecordedRequest) -> Any:
+    """A chat model that searches when told to and otherwise answers briefly."""
+    if not request.tools:
+        return DEFAULT_TASKS(request)
+    searched = any(m.get("role") == "tool" for m in request.messages)
+    if "TOOL" in request.last_user_text and not searched:
+        return completion(None, tool_calls=[tool_call("search_memory", {"query": "Kofi food"})])
+    return completion("Kofi mentioned he loves ramen — maybe the ramen bar?")
+
+
+async def test_with_a_model_the_group_prompt_marks_partner_memories_and_asks_to_offer_them(
+    settings: Settings, tmp_path: Path
+) -> None:
+    async with FakeOpenAI(embedding_dimensions=8) as fake:
+        fake.set_handler(_model)
+        overrides = fake.settings_overrides()
+        world = settings.model_copy(
+            update={
+                "openai_api_key": SecretStr(overrides["openai_api_key"]),
+                "openai_base_url": overrides["openai_base_url"],
+                "embeddings_provider": "local",
+            }
+        )
+        await replay_lines(
+            world,
+            [
+                FLAT,
+                say("kofi", "group:flat", "@alfred remember that I love ramen"),
+                say("kofi", "dm:kofi", "remember that I hate seafood ramen at dinner"),
+                say("ines", "group:flat", "@alfred any ideas for dinner with Kofi tonight?"),
+                say("ines", "dm:ines", "any ideas for dinner with Kofi tonight?"),
+                say("ines", "group:flat", "@alfred TOOL what does Kofi like?"),
+            ],
+            tmp_path / "model",
+        )
+        prompts = [r for r in fake.chat_requests if r.tools]
+
+    def asked(text: str, thread: str) -> RecordedRequest:
+        return next(
+            r for r in prompts if r.last_user_text.endswith(text) and thread in r.system_prompt
+        )
+
+    group_prompt = asked("dinner with Kofi tonight?", "shared group").system_prompt
+    assert "ramen (from Kofi)" in group_prompt, group_prompt
+    assert "## Partner context" in group_prompt and "always say whose it is" in group_prompt
+    dm_prompt = asked("dinner with Kofi tonight?", "private chat with Ines").system_prompt
+    assert "ramen" not in dm_prompt and "Partner context" not in dm_prompt, dm_prompt
+    # Kofi's DM memory is in no prompt and no tool result built for another thread.
+    for request in prompts:
+        if "private chat with Kofi" in request.system_prompt:
+            continue
+        assert "seafood" not in request.raw.decode(), request.system_prompt
+    tool_results = [m for r in prompts for m in r.messages if m.get("role") == "tool"]
+    assert any("(from Kofi)" in str(m.get("content")) for m in tool_results), tool_results
