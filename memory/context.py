@@ -21,7 +21,9 @@ HEADINGS = {
 }
 
 CITING_INSTRUCTIONS = (
-    'When you use one of these memories, cite it naturally ("I remember you mentioned …"). '
+    'When you use one of these memories, cite it naturally ("I remember you mentioned …"), '
+    'and one marked with someone\'s name as theirs ("Bob mentioned …"), never as the '
+    "speaker's. "
     "If you are unsure about a memory, ask. If something new conflicts with a memory, ask "
     'whether it has changed ("I thought you were vegetarian — has that changed?").'
 )

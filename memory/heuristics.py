@@ -29,7 +29,9 @@ _SKIP = [
 _SHORT_TRIGGERS = [
     re.compile(r"\b(remember|forgot|forget|told you|mentioned|said)\b", re.I),
     re.compile(
-        r"\b(plan\w*|schedul\w*|book(ed|ing)?|reserv\w*|arrang\w*|trip|holiday|vacation)\b",
+        r"\b(plan\w*|schedul\w*|book(ed|ing)?|reserv\w*|arrang\w*|trip|holiday|vacation"
+        # plans a partner's preferences help with (seed 004 §18.2: "dinner with Bob")
+        r"|dinner|lunch|brunch|gifts?|weekend)\b",
         re.I,
     ),
     re.compile(r"\b(birthday|anniversary|appointment|meeting|party|wedding)\b", re.I),

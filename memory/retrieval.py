@@ -10,6 +10,13 @@ fact is checked once more by :func:`memory.privacy.is_visible` before it is retu
 With a :class:`memory.search.recent.RecentLeg`, the viewer's visible unformed messages are
 one more leg (DESIGN.md §6.6): what was said minutes ago, before formation made facts of
 it, is found at once, under the same privacy rule. Its hits join the facts by score.
+
+A query may name people (``about``: the members a group message names, resolved by the
+caller). The speaker of a memory is metadata, not text ("pad thai is my comfort food",
+said by Bob), so a memory's owner's name counts as one of its terms: "any ideas for
+dinner with Bob?" matches what Bob said as a memory containing "Bob" would, for the
+floors and the absolute relevance. Ranking among the candidates is unchanged, and only
+what the legs found (privacy filter inside) is ever considered.
 """
 
 from __future__ import annotations
@@ -160,24 +167,36 @@ class Retriever:
         self.recent = recent
         self._background: set[asyncio.Task[None]] = set()
 
-    async def for_message(self, viewer: Viewer, message: str) -> RetrievalResult:
-        """Retrieval on the reply path: the heuristic decides whether, and how many."""
-        if not should_retrieve(message):
+    async def for_message(
+        self, viewer: Viewer, message: str, *, about: Mapping[str, str] | None = None
+    ) -> RetrievalResult:
+        """Retrieval on the reply path: the heuristic decides whether, and how many. A
+        message that names someone (``about``: user id to name) is about people, which
+        the heuristic counts as a reason to search (seed 004 §15.1)."""
+        if not (about or should_retrieve(message)):
             return RetrievalResult(retrieved=False)
-        return await self.search(viewer, message, limit=dynamic_limit(message))
+        return await self.search(viewer, message, limit=dynamic_limit(message), about=about)
 
-    async def search(self, viewer: Viewer, query: str, *, limit: int) -> RetrievalResult:
+    async def search(
+        self,
+        viewer: Viewer,
+        query: str,
+        *,
+        limit: int,
+        about: Mapping[str, str] | None = None,
+    ) -> RetrievalResult:
         """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread,
-        with their visible unformed messages among them when the recent leg is on."""
+        with their visible unformed messages among them when the recent leg is on.
+        ``about`` maps the user ids of people the query names to their names."""
         text = " ".join(query.split())[:MAX_QUERY_CHARS]
         if self.recent is None or limit <= 0 or not text:
-            return await self._search_facts(viewer, query, limit=limit)
+            return await self._search_facts(viewer, query, limit=limit, about=about)
         # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
         vector = asyncio.create_task(self._embed(text, result))
-        recent = asyncio.create_task(self._timed_recent(viewer, text, vector))
+        recent = asyncio.create_task(self._timed_recent(viewer, text, vector, about))
         result = await self._search_facts(
-            viewer, query, limit=limit, result=result, vector_task=vector
+            viewer, query, limit=limit, result=result, vector_task=vector, about=about
         )
         hits = await recent
         if isinstance(hits, str):
@@ -196,7 +215,11 @@ class Retriever:
         return result
 
     async def _timed_recent(
-        self, viewer: Viewer, text: str, vector: asyncio.Task[Vector | None]
+        self,
+        viewer: Viewer,
+        text: str,
+        vector: asyncio.Task[Vector | None],
+        about: Mapping[str, str] | None = None,
     ) -> list[tuple[Candidate, float, float]] | str:
         """The recent leg's hits, or why it has none (late or failed: the others answer)."""
         leg = self.recent
@@ -204,7 +227,12 @@ class Retriever:
             return "off"
         try:
             return await leg.search(
-                viewer, text, self.clock.now(), budget=self.config.leg_timeout_s, vector=vector
+                viewer,
+                text,
+                self.clock.now(),
+                budget=self.config.leg_timeout_s,
+                vector=vector,
+                about=about,
             )
         except TimeoutError:
             log.warning("retrieval leg recent timed out")
@@ -221,6 +249,7 @@ class Retriever:
         limit: int,
         result: RetrievalResult | None = None,
         vector_task: asyncio.Task[Vector | None] | None = None,
+        about: Mapping[str, str] | None = None,
     ) -> RetrievalResult:
         """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
         (with the query's embedding already under way when ``vector_task`` is given)."""
@@ -246,6 +275,7 @@ class Retriever:
         scores = dict(zip(legs, outcomes, strict=True))
 
         fused = self._fuse(scores)
+        named = await self._named(prepared, scores, about or {})
         if self.config.min_dense > 0:
             dense, keyword = scores.get("dense", {}), scores.get("keyword", {})
             extras = {
@@ -257,6 +287,7 @@ class Retriever:
                 if keyword.get(i, 0.0) > 0
                 or dense.get(i, 0.0) >= self.config.min_dense
                 or i in extras
+                or i in named
             }
         if not fused:
             result.timings_ms["total"] = _ms(started)
@@ -264,7 +295,7 @@ class Retriever:
         shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
         resolved = await prepared.resolve(shortlist)
         now = self.clock.now()
-        absolute, strongest = self._absolute(text, scores, resolved)
+        absolute, strongest = self._absolute(text, scores, resolved, named)
         visible = {
             i: c
             for i, c in resolved.items()
@@ -360,20 +391,42 @@ class Retriever:
             return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
         return weighted_fusion(legs, weights)
 
+    async def _named(
+        self,
+        prepared: PreparedSearch,
+        scores: Mapping[str, dict[str, float]],
+        about: Mapping[str, str],
+    ) -> dict[str, frozenset[str]]:
+        """The legs' hits owned by someone the query names, each with that person's
+        name terms (the owner's name counts as a term of what they said)."""
+        if not about or "keyword" not in scores:
+            return {}
+        names = {owner: frozenset(tokenize(name)) for owner, name in about.items()}
+        pool = sorted({i for hits in scores.values() for i in hits})
+        owners = await prepared.resolve(pool)
+        return {
+            i: names[owner]
+            for i, c in owners.items()
+            if (owner := c.partition.owner_user_id) in names and names[owner]
+        }
+
     def _absolute(
         self,
         query: str,
         scores: Mapping[str, dict[str, float]],
         resolved: Mapping[str, Candidate],
+        named: Mapping[str, frozenset[str]] | None = None,
     ) -> tuple[dict[str, float], dict[str, float]]:
         """Each resolved candidate's absolute relevance, and its strongest single leg's
         (what the floor reads): the legs' similarities as they are, and for the keyword
-        leg the share of the query's terms the memory holds."""
+        leg the share of the query's terms the memory holds. A memory of someone the
+        query names counts their name among its terms (``named``)."""
         wanted = set(tokenize(query))
+        named = named or {}
         coverage: dict[str, float] = {}
         for i, c in resolved.items():
-            if wanted and i in scores.get("keyword", {}):
-                terms = set(tokenize(c.content))
+            if wanted and (i in scores.get("keyword", {}) or i in named):
+                terms = set(tokenize(c.content)) | named.get(i, frozenset())
                 coverage[i] = len(wanted & terms) / len(wanted)
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)

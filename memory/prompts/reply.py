@@ -27,6 +27,9 @@ class CitedMemory(BaseModel):
     from_name: str | None = Field(
         default=None, description="the member it came from, when it is not the speaker's"
     )
+    owner_id: str | None = Field(
+        default=None, description="whose it is: a member's id, None for the circle's"
+    )
 
 
 class ReplyContext(BaseModel):
@@ -77,10 +80,19 @@ discreet about surprises, gifts and sensitive topics: they stay here."""
 GROUP_NOTE = """\
 ## Group conversation
 This is the circle's shared group ({people}). The person writing now is {speaker}. \
-"I", "me" and "my" mean {speaker}. Memories marked "(from Name)" came from that person: \
-speak of them as theirs ("Bob mentioned …"). When someone says "my mom", "mum", "the \
+"I", "me" and "my" mean {speaker}. When someone says "my mom", "mum", "the \
 boss" and it is unclear whose, ask: "Just to be sure — do you mean your mom or someone \
 else's?" """
+
+#: Seed 004 §18.2, in the group only: in a DM no partner's memory is ever in the prompt.
+PARTNER_NOTE = """\
+## Partner context
+Memories marked "(from Name)" or "[Name]" are that member's, shared in this group. When \
+one of them helps with what {speaker} asks or plans (a meal, a gift, a trip, the \
+weekend), offer it without being asked, and always say whose it is: "Bob mentioned he's \
+vegetarian — maybe a veggie curry?". Never present a partner's memory as {speaker}'s, \
+never guess at what someone feels or intends beyond what they shared, and leave out \
+what does not help. Nobody's private chats are here: never hint at them."""
 
 RULES = """\
 ## Rules
@@ -124,6 +136,7 @@ def system_prompt(ctx: ReplyContext) -> str:
     else:
         people = ", ".join(p.name for p in ctx.people) or ctx.speaker_name
         parts.append(GROUP_NOTE.format(people=people, speaker=ctx.speaker_name))
+        parts.append(PARTNER_NOTE.format(speaker=ctx.speaker_name))
     memory = "\n\n".join(block for block in (ctx.always, ctx.facts_block) if block)
     if memory:
         parts.append(f"{memory}\n\n{CITING_INSTRUCTIONS}")

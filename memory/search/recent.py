@@ -22,7 +22,7 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -89,13 +89,16 @@ class RecentLeg:
         *,
         budget: float = 0.45,
         vector: Awaitable[Vector | None] | None = None,
+        about: Mapping[str, str] | None = None,
     ) -> list[tuple[Candidate, float, float]]:
         """``(candidate, score, relevance)`` for each matching message, best first.
 
         Within ``budget`` seconds: the journal read may raise :class:`TimeoutError`;
         embeddings that come late leave the keyword share alone to decide. ``vector`` is
         the query's embedding when the caller computes it anyway (shared, not cancelled
-        here); without it the query is embedded with the messages."""
+        here); without it the query is embedded with the messages. ``about`` (user id to
+        name, the people the query names) makes a speaker's name a term of what they said,
+        as for facts (:mod:`memory.retrieval`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         stored = await asyncio.wait_for(
@@ -105,6 +108,7 @@ class RecentLeg:
         if not messages:
             return []
         asked = set(tokenize(query))
+        names = {user: frozenset(tokenize(name)) for user, name in (about or {}).items()}
         try:
             cosines = await asyncio.wait_for(
                 self._cosines(query, messages, vector), max(0.0, deadline - loop.time())
@@ -114,7 +118,7 @@ class RecentLeg:
             cosines = [0.0] * len(messages)
         found: list[tuple[Candidate, float, float]] = []
         for message, cosine in zip(messages, cosines, strict=True):
-            terms = set(tokenize(message.text))
+            terms = set(tokenize(message.text)) | names.get(message.user_id or "", frozenset())
             share = len(asked & terms) / len(asked) if asked else 0.0
             if share <= 0 and cosine < self.config.min_dense:
                 continue

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from memory.context import fact_block, owner_note
 from memory.heuristics import dynamic_limit
 from memory.llm import PromptMessage, ToolCall
-from memory.models import Role, Thread, Viewer
+from memory.models import Role, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
+from memory.rules.partners import named_members
 from services.messages import Incoming
 from services.reply.deps import ReplyDeps
 from services.reply.lookups import TurnLookups
@@ -87,10 +88,13 @@ class Conversation:
             return MemoryContext()
         keep = None if flags.cross_partner else (lambda owner: flags.shows_owner(owner, viewer))
         always = await self.d.always.block(viewer, session_id, name_of, keep=keep)
+        about = await self._about(viewer, text, lookups)
         if bypass_heuristic:
-            result = await self.d.retriever.search(viewer, text, limit=dynamic_limit(text))
+            result = await self.d.retriever.search(
+                viewer, text, limit=dynamic_limit(text), about=about
+            )
         else:
-            result = await self.d.retriever.for_message(viewer, text)
+            result = await self.d.retriever.for_message(viewer, text, about=about)
             self.d.observer.record_retrieval(result)
         facts = [
             f
@@ -106,6 +110,7 @@ class Conversation:
                 .removeprefix(" (from ")
                 .removesuffix(")")
                 or None,
+                owner_id=f.fact.partition.owner_user_id,
             )
             for f in facts
         ]
@@ -116,6 +121,20 @@ class Conversation:
             retrieved=result.retrieved,
             scored=list(facts),
         )
+
+    async def _about(
+        self, viewer: Viewer, text: str, lookups: TurnLookups | None
+    ) -> dict[str, str]:
+        """The partners a group message names, by user id (their memories visible here
+        may help: seed 004 §18.2). In a DM nobody else's memories are visible, so no
+        one is looked up there."""
+        thread = viewer.thread
+        if thread.kind is not ThreadKind.GROUP or thread.circle_id is None:
+            return {}
+        if not self.d.flags().cross_partner:
+            return {}
+        people = await self.people(thread, viewer, lookups)
+        return {p.id: p.name for p in named_members(text, people, viewer.user_id)}
 
     async def answer(
         self, inc: Incoming, thread: Thread, viewer: Viewer, speaker: Person, session_id: str
@@ -176,7 +195,10 @@ class Conversation:
         flags = self.d.flags()
         query = str(call.arguments.get("query", ""))[:500]
         limit = int(call.arguments.get("limit", 8) or 8)
-        found = await self.d.retriever.search(viewer, query, limit=max(1, min(limit, 15)))
+        about = await self._about(viewer, query, lookups)
+        found = await self.d.retriever.search(
+            viewer, query, limit=max(1, min(limit, 15)), about=about
+        )
         name_of = await self.names(viewer, lookups)
         lines = [
             f"- {f.fact.content}{owner_note(f.fact.partition.owner_user_id, viewer, name_of)}"

@@ -8,6 +8,12 @@ nothing: a statement gets an honest "I can't chat about that" with the way to ha
 remembered, an acknowledgement ("ok thanks", "cool") a short answer, and a greeting a short
 introduction to what works offline. (Explicit requests never reach it: the reply path
 handles them, and only they say "Noted"/"I'll remember that", after storing.)
+
+Proactive partner context (seed 004 §18.2): in a group, a question or a plan that names a
+member ("any ideas for dinner with Bob tonight?"), or a plan made together ("what should
+we do this weekend?"), is answered with what those members shared there, each said to be
+theirs ("From what Bob has shared here: …"). Only memories retrieval found, above its
+relevance floor, are offered, and retrieval shows a group only what is visible in it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from memory.models import ThreadKind
+from memory.prompts.common import Person
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest, local_now
+from memory.rules.partners import (
+    is_joint_plan,
+    mentions_plan,
+    named_members,
+    states_preference,
+)
 from memory.search.text import tokenize
 
 #: Words that address Alfred rather than ask about anything.
@@ -98,6 +112,65 @@ def _cite(ctx: ReplyContext) -> str:
     return "\n".join(lines)
 
 
+def _sentence(memory: CitedMemory) -> str:
+    return memory.content.strip().rstrip(".;")
+
+
+def _helpful(ctx: ReplyContext, memories: list[CitedMemory]) -> list[CitedMemory]:
+    """The ``memories`` that help with the message: those sharing a word with it (names
+    aside: every memory of Bob shares "Bob" with a question about him) and, for a plan
+    (dinner, a gift, a trip), those saying what someone likes, eats or avoids."""
+    names = {t for p in ctx.people for t in tokenize(p.name)}
+    asked = set(tokenize(ctx.text)) - _ADDRESSING - names
+    plan = mentions_plan(ctx.text)
+    return [
+        m
+        for m in memories
+        if asked & (set(tokenize(m.content)) - names) or (plan and states_preference(m.content))
+    ]
+
+
+def _partners_asked_about(ctx: ReplyContext) -> list[Person]:
+    """The partners a group message is about: the members it names, or, for a plan made
+    together ("our weekend", "what should we cook?"), every member but the speaker. A
+    statement must be a plan to count ("cooking for Bob tonight"), not merely name them."""
+    if ctx.thread_kind is not ThreadKind.GROUP:
+        return []
+    text = ctx.text
+    if not (_is_question(text) or mentions_plan(text)):
+        return []
+    named = named_members(text, ctx.people, ctx.speaker_id)
+    if named:
+        return named
+    if is_joint_plan(text):
+        return [p for p in ctx.people if p.id != ctx.speaker_id]
+    return []
+
+
+def partner_context(ctx: ReplyContext, partners: list[Person] | None = None) -> str | None:
+    """What the partners a group message is about shared there, attributed to each
+    ("From what Bob has shared here: Bob is vegetarian; Bob loves Thai food."), then the
+    speaker's own and the circle's memories on the topic; ``None`` when retrieval found
+    nothing of theirs that helps."""
+    lines = []
+    for person in _partners_asked_about(ctx) if partners is None else partners:
+        # Only what helps: naming Bob makes every memory of his match the name, and
+        # "did Bob fix the boiler?" is not helped by his being vegetarian.
+        theirs = _helpful(ctx, [m for m in ctx.memories if m.owner_id == person.id])
+        if theirs:
+            cited = "; ".join(_sentence(m) for m in theirs[:MAX_CITED])
+            lines.append(f"From what {person.name} has shared here: {cited}.")
+    if not lines:
+        return None
+    mine = _helpful(ctx, [m for m in ctx.memories if m.owner_id == ctx.speaker_id])
+    if mine:
+        lines.append(f"You mentioned: {'; '.join(_sentence(m) for m in mine[:MAX_CITED])}.")
+    ours = _helpful(ctx, [m for m in ctx.memories if m.owner_id is None])
+    if ours:
+        lines.append(f"For everyone: {'; '.join(_sentence(m) for m in ours[:MAX_CITED])}.")
+    return "\n".join(lines)
+
+
 def compose_for(ctx: ReplyContext) -> str:
     """The offline answer to one message, from its structured reply context."""
     text = ctx.text.strip()
@@ -114,6 +187,17 @@ def compose_for(ctx: ReplyContext) -> str:
     if _CLOCK.match(text):
         local = local_now(ctx)
         return f"It's {local:%H:%M} on {local:%A} {local.day} {local:%B %Y} ({ctx.time_zone})."
+    partners = _partners_asked_about(ctx)
+    if partners:
+        offered = partner_context(ctx, partners)
+        if offered is not None:
+            return offered
+        if mentions_plan(text):
+            # Nothing of theirs helps the plan: their other memories matched only the name.
+            ids = {p.id for p in partners}
+            ctx = ctx.model_copy(
+                update={"memories": [m for m in ctx.memories if m.owner_id not in ids]}
+            )
     if _is_question(text):
         if ctx.memories:
             return "From what I remember:\n" + _cite(ctx)

@@ -1,0 +1,89 @@
+"""The offline reply offers a partner's memories in the group, said to be theirs
+(seed 004 §18.2), and only those that help with what was asked."""
+
+from __future__ import annotations
+
+from memory.models import Category, ThreadKind
+from memory.prompts.common import Person
+from memory.prompts.reply import CitedMemory, ReplyContext
+from memory.rules.tasks.reply import NO_MEMORY, OFFLINE_STATEMENT, compose_for
+from tests.unit.memory.rules.tasks.journal import ALICE, BOB, NOW
+
+CARA = Person(id="u-cara", name="Cara")
+
+
+def _memory(content: str, owner: Person | None) -> CitedMemory:
+    return CitedMemory(
+        content=content,
+        category=Category.FACT,
+        from_name=owner.name if owner and owner != ALICE else None,
+        owner_id=owner.id if owner else None,
+    )
+
+
+def _reply(text: str, *memories: CitedMemory, kind: ThreadKind = ThreadKind.GROUP) -> str:
+    ctx = ReplyContext(
+        speaker_id=ALICE.id,
+        speaker_name=ALICE.name,
+        thread_kind=kind,
+        people=[ALICE, BOB, CARA],
+        text=text,
+        now=NOW,
+        memories=list(memories),
+        retrieved=True,
+    )
+    return compose_for(ctx)
+
+
+def test_a_named_partners_preferences_are_offered_as_theirs() -> None:
+    reply = _reply(
+        "@alfred any ideas for dinner with Bob tonight?",
+        _memory("Bob is vegetarian", BOB),
+        _memory("Bob loves Thai food", BOB),
+        _memory("Bob's dentist is Dr Reyes", BOB),
+        _memory("Cara adores jazz", CARA),
+    )
+    assert reply == "From what Bob has shared here: Bob is vegetarian; Bob loves Thai food."
+
+
+def test_a_plan_statement_naming_a_partner_gets_their_context() -> None:
+    reply = _reply("@alfred I'm cooking for Bob's birthday", _memory("Bob is vegan", BOB))
+    assert reply == "From what Bob has shared here: Bob is vegan."
+
+
+def test_a_plan_made_together_offers_each_partners_own_and_the_speakers() -> None:
+    reply = _reply(
+        "@alfred what should we cook for dinner on Sunday?",
+        _memory("Bob can't eat nuts", BOB),
+        _memory("Cara loves cooking risotto", CARA),
+        _memory("Alice hates cooking on weekdays", ALICE),
+        _memory("The family's Sunday dinner is at six", None),
+        _memory("The wifi password is on the fridge", None),
+    )
+    assert reply.splitlines() == [
+        "From what Bob has shared here: Bob can't eat nuts.",
+        "From what Cara has shared here: Cara loves cooking risotto.",
+        "You mentioned: Alice hates cooking on weekdays.",
+        "For everyone: The family's Sunday dinner is at six.",
+    ]
+
+
+def test_memories_matching_only_the_name_are_not_offered_for_a_plan() -> None:
+    reply = _reply("@alfred any ideas for dinner with Bob?", _memory("Bob's car is red", BOB))
+    assert reply == NO_MEMORY
+
+
+def test_a_statement_that_is_no_plan_gets_no_partner_context() -> None:
+    reply = _reply("@alfred Bob is late again", _memory("Bob loves Thai food", BOB))
+    assert reply == OFFLINE_STATEMENT
+
+
+def test_no_partner_context_in_a_dm() -> None:
+    """Retrieval never puts a partner's memory in a DM; were one there, the DM still
+    would not offer it as partner context."""
+    reply = _reply(
+        "any ideas for dinner with Bob tonight?",
+        _memory("Bob is vegetarian", BOB),
+        kind=ThreadKind.DM,
+    )
+    assert "has shared" not in reply
