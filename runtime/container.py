@@ -22,6 +22,7 @@ from integrations.mongo.connection import MongoHandle
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
+from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
 from memory.always import AlwaysInContext
@@ -213,6 +214,7 @@ def build_assistant(
         flags=services.settings.flags,
         observer=ProcessMetrics(),
         calendar=CalendarForReply(services.calendar),
+        lists=MongoListStore(services.mongo.db),
         residue=residue,
     )
     return Assistant(

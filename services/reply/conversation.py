@@ -20,6 +20,7 @@ from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext
 from memory.retrieval import ScoredFact
 from services.messages import Incoming
 from services.reply.deps import ReplyDeps
+from services.reply.lists import Lists, ListTools
 from services.reply.lookups import TurnLookups
 
 HISTORY_TURNS = 12
@@ -40,6 +41,8 @@ class MemoryContext:
 class ChatAnswer:
     text: str
     retrieved: bool
+    #: A list tool ran: the message was a list request (handled, never learned from).
+    used_lists: bool = False
 
 
 class Conversation:
@@ -147,11 +150,14 @@ class Conversation:
         calendar = await d.calendar.toolbox(viewer, enabled=flags.calendar)
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
-        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
+        lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
+        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs, *lists.specs]
 
         async def run_tool(call: ToolCall) -> str:
             if calendar_specs and calendar.handles(call.name):
                 return await calendar.run(call)
+            if lists.handles(call.name):
+                return await lists.run(call)
             if call.name != SEARCH_MEMORY.name or not reading:
                 return f"error: unknown tool {call.name}"
             return await self._search_tool(viewer, call, lookups)
@@ -161,7 +167,7 @@ class Conversation:
         text = outcome.text.strip() or "…"
         if question:
             text = f"{text}\n\n{question}"
-        return ChatAnswer(text, memory.retrieved)
+        return ChatAnswer(text, memory.retrieved, used_lists=lists.used)
 
     async def _search_tool(self, viewer: Viewer, call: ToolCall, lookups: TurnLookups) -> str:
         """The ``search_memory`` tool: the same privacy filter as the reply's own search."""
