@@ -8,6 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from bot.bench.fake_openai import (
+    FakeOpenAI,
+    RecordedRequest,
+    completion,
+    json_task_handler,
+    tool_call,
+)
 from runtime.settings import Settings
 from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
 
@@ -243,3 +252,75 @@ async def test_forget_everything_erases_the_persons_lists_and_says_how_many(
     assert texts[7] == "Lists here:\n- Shopping list: 1 item"
     assert texts[8] == "Shopping list: kale"
     assert texts[9] == NONE_HERE
+
+
+# --- the chat model's list tools -----------------------------------------------------
+
+SPICE = "zanzibar pepper"  # only ever in Alice's DM list
+
+
+def _list_model(request: RecordedRequest) -> Any:
+    """A model that calls the list tool the message names (once), then repeats every
+    message it was given, tool results included: the worst case for a leak."""
+    if not request.tools:
+        return json_task_handler()(request)
+    called = any(m.get("role") == "tool" for m in request.messages)
+    text = request.last_user_text
+    for cue, name, args in (
+        ("JOT", "add_to_list", {"list": "spices", "items": [SPICE, "sumac"]}),
+        ("PEEK", "show_list", {"list": "spices"}),
+        ("ALL", "show_list", {"list": "*"}),
+        ("DROP", "remove_from_list", {"list": "spices", "items": [SPICE]}),
+    ):
+        if cue in text and not called:
+            return completion(None, tool_calls=[tool_call(name, args)])
+    return completion("Said: " + " | ".join(str(m.get("content")) for m in request.messages))
+
+
+async def test_the_chat_models_list_tools_keep_to_the_thread(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """With a real model the list tools are offered with their JSON schemas; what they
+    do and read obeys the same rule as the rules' requests, and a tool call marks the
+    message handled (never learned from)."""
+    async with FakeOpenAI(embedding_dimensions=8) as fake:
+        fake.set_handler(_list_model)
+        overrides = fake.settings_overrides()
+        world = settings.model_copy(
+            update={
+                "openai_api_key": SecretStr(overrides["openai_api_key"]),
+                "openai_base_url": overrides["openai_base_url"],
+                "embeddings_provider": "local",
+            }
+        )
+        out = await replay_lines(
+            world,
+            [
+                FAM,
+                say("alice", "dm:alice", "JOT these down for the curry night, would you"),
+                say("bob", "group:fam", "@alfred PEEK at the spices, please"),
+                say("bob", "group:fam", "@alfred ALL the lists you know"),
+                say("bob", "group:fam", "@alfred DROP that pepper"),
+                say("bob", "dm:bob", "PEEK at Alice's spices"),
+                say("alice", "dm:alice", "what's on the spices list?"),
+                {"dump": "all"},
+            ],
+            tmp_path / "t",
+        )
+        offered = [r for r in fake.chat_requests if r.tools]
+    assert offered
+    names = {t["function"]["name"] for t in offered[0].tools}
+    assert {"add_to_list", "show_list", "remove_from_list"} <= names, names
+    schema = next(t for t in offered[0].tools if t["function"]["name"] == "add_to_list")
+    assert schema["function"]["parameters"]["required"] == ["items"]
+    texts = [(r["in"], r["text"]) for r in replies(out)]
+    assert "Shopping" not in texts[0][1] and "Spices list: zanzibar pepper, sumac" in texts[0][1]
+    for where, text in texts[1:5]:
+        assert where != "dm:alice" and SPICE not in text.lower(), (where, text)
+    assert "There's no spices list here." in texts[1][1]
+    assert texts[5] == ("dm:alice", "Spices list: zanzibar pepper, sumac")
+    (dump,) = dumps(out)
+    asked = next(m for m in dump["messages"] if m["text"].startswith("JOT"))
+    assert asked["handled"] is True
+    answers = [m["text"] for m in dump["messages"] if m["role"] == "agent"]
+    assert not any(SPICE in a for a in answers), answers

@@ -136,7 +136,7 @@ def detect_list_intent(text: str) -> ListIntent | None:
         body = clause.text
         if not body or len(body) > 400:
             continue
-        if clause.question:
+        if clause.question and not clause.polite:  # "could you add …?" is a request
             found = _LISTS.match(body)
             if found:
                 return ListIntent(action="lists")
