@@ -324,3 +324,13 @@ async def test_the_chat_models_list_tools_keep_to_the_thread(
     assert asked["handled"] is True
     answers = [m["text"] for m in dump["messages"] if m["role"] == "agent"]
     assert not any(SPICE in a for a in answers), answers
+
+
+async def test_the_demo_builds_and_reads_a_shopping_list(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from bot.replay.demo import demo_script
+
+    out = await replay_lines(settings, demo_script(), tmp_path / "demo")
+    texts = [r["text"] for r in replies(out) if r["in"] == "group:fam"]
+    assert "Shopping list: milk, basil" in texts, texts
