@@ -149,6 +149,13 @@ async def test_a_dm_list_never_leaks_and_a_group_list_stays_in_its_circle(
             say("alice", "dm:alice", "what's on the presents list?"),
             say("alice", "dm:alice", "what's on the shopping list?"),
             probe("bob", "group:fam", "what are we buying?"),
+            # Changing it, explicitly, from elsewhere: nothing there to change.
+            say("bob", "dm:bob", "remove the birthday watch from the presents list"),
+            say("bob", "group:fam", "@alfred clear the presents list"),
+            # And a DM changes no circle list either: that is done in the group.
+            say("alice", "group:fam", "@alfred add rice to the shopping list"),
+            say("bob", "dm:bob", "remove rice from the shopping list"),
+            say("alice", "dm:alice", "what's on the presents list?"),
         ],
         tmp_path / "l",
     )
@@ -174,7 +181,11 @@ async def test_a_dm_list_never_leaks_and_a_group_list_stays_in_its_circle(
     assert ordered[13] == "There's no shopping list here."
     assert ordered[14] == "Presents list: birthday watch"
     assert ordered[15] == "Shopping list: cake candles"
-    assert len(ordered) == 16
+    assert ordered[16] == "There's no presents list here."
+    assert ordered[17] == "There's no presents list here."
+    assert ordered[19] == "That's on the group's shopping list: tick it off there."
+    assert ordered[20] == "Presents list: birthday watch"
+    assert len(ordered) == 21
     (seen,) = probes(out)
     assert "watch" not in json.dumps(seen) and "candles" not in json.dumps(seen)
 
