@@ -23,6 +23,7 @@ from integrations.mongo.deliveries import MongoPendingDeliveries
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
+from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
 from integrations.mongo.time_zones import MongoTimeZones
@@ -224,6 +225,7 @@ def build_assistant(
         flags=services.settings.flags,
         observer=ProcessMetrics(),
         calendar=CalendarForReply(services.calendar),
+        lists=MongoListStore(services.mongo.db),
         residue=residue,
         time_zones=services.time_zones,
         deliveries=MongoPendingDeliveries(services.mongo.db),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from integrations.mongo.errors import TRANSIENT_ERRORS as DATABASE_ERRORS
+from integrations.mongo.lists import MongoListStore
 from integrations.redis.locks import LocalThreadLocks, RedisThreadLocks
 from integrations.redis.progress import RedisProgress
 from integrations.redis.queue import ENQUEUE_ERRORS, UNREACHABLE_ERRORS
@@ -142,4 +143,5 @@ def admin_context(
         queue=queue,
         queue_name=queue_name(services.settings),
         residue=ErasureFiles(services.settings.data_dir() / "spool", lambda: redis, services.mongo),
+        lists=MongoListStore(services.mongo.db),
     )

@@ -22,6 +22,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from integrations.mongo.lists import LISTS
 from integrations.mongo.upsert import upsert
 from memory.constants import (
     CIRCLES,
@@ -73,6 +74,32 @@ async def _move_documents(
             {"circle_id": new_id, "provenance.thread_id": old_id},
             {"$set": {"provenance.thread_id": new_id}},
         )
+
+
+async def _move_lists(
+    db: AsyncDatabase[Document], old_id: str, new_id: str, move: CircleMove
+) -> None:
+    """The circle's shared lists follow it (they are not memories, but they live in the
+    circle's partition and its group thread). A list of the same name already made in
+    the supergroup takes the old one's items it lacks; then the old one goes."""
+    coll = db[LISTS]
+    async for doc in coll.find({"circle_id": old_id}):
+        try:
+            result = await coll.update_one(
+                {"_id": doc["_id"]}, {"$set": {"circle_id": new_id, "thread_id": new_id}}
+            )
+            moved = result.modified_count
+        except DuplicateKeyError:
+            where = {**Partition.from_fields({**doc, "circle_id": new_id}).as_fields()}
+            there = await coll.find_one({**where, "key": doc["key"]}) or {}
+            have = {i.get("key") for i in there.get("items", [])}
+            extra = [i for i in doc.get("items", []) if i.get("key") not in have]
+            await coll.update_one(
+                {**where, "key": doc["key"]}, {"$push": {"items": {"$each": extra}}}
+            )
+            await coll.delete_one({"_id": doc["_id"]})
+            moved = 1
+        move.moved[LISTS] = move.moved.get(LISTS, 0) + moved
 
 
 async def _drop_fact_duplicates(
@@ -198,6 +225,7 @@ async def move_circle_documents(
             await _move_documents(db[name], old_id, new_id, move)
         if sum(move.moved.values()) == before:
             break
+    await _move_lists(db, old_id, new_id, move)
     await _move_partition_versions(db, old_id, new_id)
     await circles.delete_one({"_id": old_id})
     move.fact_ids = sorted(set(move.fact_ids))

@@ -14,6 +14,7 @@ from memory.admin_ports import (
     Mem0Maintenance,
     QueueStats,
 )
+from memory.lists import ListStore
 from memory.reply_ports import ErasureResidue
 from services.admin.progress import ProgressReporter
 
@@ -36,3 +37,5 @@ class AdminContext:
     #: What a purge cleans outside the stores (spool files here, kept job results, Redis's
     #: append-only file, the embedded oplog): ``runtime.erasure``.
     residue: ErasureResidue | None = None
+    #: Shared lists (not memories, but a purge erases what the person put in them).
+    lists: ListStore | None = None

@@ -11,7 +11,8 @@ step by step, in an order that makes an interrupted purge finish when run again:
    circle-level facts only they stated, through the forget cascade, which also removes
    the reflections, blobs and messages derived from them), their reflections, blobs,
    clarifications and every message they wrote or Alfred wrote them;
-3. **calendar**: tokens revoked and deleted, event links deleted;
+3. **calendar**: tokens revoked and deleted, event links deleted; **shared lists**: their
+   DM lists, their items on circle lists (:meth:`memory.lists.ListStore.forget_user`);
 4. **formation requests** of their DM thread (ids only, but they name the thread);
 5. **directory**, last: their memberships, DM thread and user record. Because this
    goes last, a purge interrupted anywhere earlier still finds the user when re-run.
@@ -129,6 +130,9 @@ async def purge_user(ctx: AdminContext, user_id: str) -> dict[str, Any]:
     for name, before in calendar.items():
         removed[name] = max(0, before - calendar_after.get(name, 0))
     await progress.advance()
+
+    if ctx.lists is not None:  # their DM lists, their items on circle lists
+        removed.update(await ctx.lists.forget_user(user_id))
 
     progress.phase = "purging: formation requests"
     removed["formation_requests"] = await ctx.queries.delete_dm_requests(user_id)

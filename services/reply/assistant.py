@@ -51,6 +51,7 @@ from memory.rules.intents import (
     detect_intent,
     strip_addressing,
 )
+from memory.rules.intents.lists import detect_list_intent
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, PrivateDelivery, Reaction, split_for_telegram
@@ -61,6 +62,7 @@ from services.reply.directives import Directives
 from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
+from services.reply.lists import Lists, journal_note
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,7 @@ class Assistant:
         self.directives = Directives(deps)
         self.edits = Edits(deps)
         self.exports = ExportRequests(Exporter(deps, self.directives), deps)
+        self.lists = Lists(deps.lists, deps.clock)
 
     @property
     def ops(self) -> MemoryOperations:
@@ -198,6 +201,13 @@ class Assistant:
             await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
             await self._after(thread)
             return turn
+        if cancelled is None and not addressed and intent is None:
+            # "we need batteries" said among the family: onto the list, with a reaction.
+            listed = await self._list_turn(inc, thread, viewer, quiet=True)
+            if listed is not None:
+                await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+                await self._after(thread)
+                return listed
         if cancelled is not None and not addressed:
             turn = Turn([Outgoing(inc.chat_id, cancelled, inc.message_id)])
         elif not addressed:
@@ -272,6 +282,27 @@ class Assistant:
             await self._members(thread),
         )
         return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
+
+    async def _list_turn(
+        self, inc: Incoming, thread: Thread, viewer: Viewer, *, quiet: bool
+    ) -> Turn | None:
+        """A list request answered (a reaction when ``quiet``), or None when the message
+        is not one. Lists are not memories: the turn is handled, and Alfred's answer is
+        journaled without the list's text (:func:`services.reply.lists.journal_note`)."""
+        intent = detect_list_intent(inc.text)
+        if intent is None:
+            return None
+        answer = await self.lists.handle(intent, thread, viewer, quiet=quiet)
+        if answer is None:
+            return None
+        if quiet:
+            return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
+        meta: dict[str, object] = {"journal_text": journal_note(intent)}
+        parts = split_for_telegram(answer)
+        return Turn(
+            [Outgoing(inc.chat_id, part, inc.message_id, dict(meta)) for part in parts],
+            handled=True,
+        )
 
     async def _members(self, thread: Thread) -> list[Person]:
         """The people of a group's circle (for wording "our …"); none in a DM."""
@@ -434,6 +465,10 @@ class Assistant:
         if isinstance(intent, DirectiveIntent):
             source = f"{inc.chat_id}:{inc.message_id}"
             return say(await self.directives.give(thread, viewer, speaker, intent, source))
+        if intent is None:
+            listed = await self._list_turn(inc, thread, viewer, quiet=False)
+            if listed is not None:
+                return listed
         if thread.kind is ThreadKind.GROUP:
             reference = detect_ambiguous_reference(inc.text, thread.kind)
             if reference is not None and not inc.text.rstrip().endswith("?"):
@@ -442,12 +477,15 @@ class Assistant:
                 await self._ask_whose(inc, viewer, statement, reference, question)
                 return say(question)
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
+        # A list tool ran: as with the rules, the list's text is neither learned nor kept.
+        note = {"journal_text": "[a list request was answered]"} if answer.used_lists else {}
         return Turn(
             [
-                Outgoing(inc.chat_id, part, inc.message_id)
+                Outgoing(inc.chat_id, part, inc.message_id, dict(note))
                 for part in split_for_telegram(answer.text)
             ],
             retrieved=answer.retrieved,
+            handled=answer.used_lists,
         )
 
     async def _just_said(self, thread: Thread, viewer: Viewer) -> list[str]:

@@ -21,6 +21,7 @@ from memory.retrieval import ScoredFact
 from memory.rules.partners import named_members
 from services.messages import Incoming
 from services.reply.deps import ReplyDeps
+from services.reply.lists import Lists, ListTools
 from services.reply.lookups import TurnLookups
 from services.timezones import states_time
 
@@ -42,6 +43,8 @@ class MemoryContext:
 class ChatAnswer:
     text: str
     retrieved: bool
+    #: A list tool ran: the message was a list request (handled, never learned from).
+    used_lists: bool = False
 
 
 class Conversation:
@@ -169,11 +172,14 @@ class Conversation:
         calendar = await d.calendar.toolbox(viewer, enabled=flags.calendar)
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
-        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
+        lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
+        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs, *lists.specs]
 
         async def run_tool(call: ToolCall) -> str:
             if calendar_specs and calendar.handles(call.name):
                 return await calendar.run(call)
+            if lists.handles(call.name):
+                return await lists.run(call)
             if call.name != SEARCH_MEMORY.name or not reading:
                 return f"error: unknown tool {call.name}"
             return await self._search_tool(viewer, call, lookups)
@@ -188,7 +194,7 @@ class Conversation:
                 text = f"{text}\n\n{note}"
         if question:
             text = f"{text}\n\n{question}"
-        return ChatAnswer(text, memory.retrieved)
+        return ChatAnswer(text, memory.retrieved, used_lists=lists.used)
 
     async def _search_tool(self, viewer: Viewer, call: ToolCall, lookups: TurnLookups) -> str:
         """The ``search_memory`` tool: the same privacy filter as the reply's own search."""

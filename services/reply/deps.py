@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from memory.always import AlwaysInContext
 from memory.flags import MemoryFlags
+from memory.lists import ListStore
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock
@@ -35,6 +36,8 @@ class ReplyDeps:
     observer: ReplyObserver
     #: Always there: with calendars not set up it offers no tools and says so.
     calendar: CalendarAccess
+    #: Shared lists ("the shopping list"): not memories, kept apart (memory/lists.py).
+    lists: ListStore
     #: Spool files and Redis's append-only file, cleaned after a forget (None: no data
     #: folder and no Redis, as in a bare test world).
     residue: ErasureResidue | None = None

@@ -219,11 +219,22 @@ class Forgetting:
             return f"Done — I've erased {removed['facts']} shared memories of this circle."
         user = await d.directory.user(viewer.user_id)
         counts = await d.operations.forget_everything(viewer.user_id)
+        listed = await d.lists.forget_user(viewer.user_id)
         await d.calendar.forget_user(viewer.user_id)
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
         await self._residue(viewer.user_id, user.telegram_user_id if user else None, None)
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
-            f"{counts.get('messages', 0)} messages). If you write again, I'll start fresh."
+            f"{counts.get('messages', 0)} messages{_lists_erased(listed)}). "
+            "If you write again, I'll start fresh."
         )
+
+
+def _lists_erased(counts: dict[str, int]) -> str:
+    """ ", 2 lists, 3 list items" for the erase reply: only what there was."""
+    lists, items = counts.get("lists", 0), counts.get("list_items", 0)
+    parts = [f"{lists} list{'s' if lists != 1 else ''}"] if lists else []
+    if items:
+        parts.append(f"{items} item{'s' if items != 1 else ''} on shared lists")
+    return "".join(f", {p}" for p in parts)

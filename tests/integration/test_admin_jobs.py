@@ -29,6 +29,7 @@ import pytest
 
 from integrations.mongo.admin import JOB_RUNS
 from integrations.mongo.connection import MongoHandle
+from integrations.mongo.lists import MongoListStore
 from integrations.redis.connection import RedisHandle
 from integrations.redis.progress import read_progress
 from integrations.redis.queue import JobQueue
@@ -41,6 +42,7 @@ from memory.constants import FACTS
 from memory.facts import FactWriter
 from memory.ids import new_id
 from memory.job_ports import JobState
+from memory.lists import ListItem, SharedList, item_key
 from memory.models import (
     Clarification,
     Partition,
@@ -1019,3 +1021,37 @@ async def test_cli_stats_counts_set_aside_formations_and_retry_formation_release
     assert await messages.count_documents({"thread_id": FAM, "formation_failures": 0}) == 2
     (request,) = await env.services.outbox.open_requests()
     assert request.thread_id == FAM, "its formation was requested"
+
+
+async def test_purge_user_erases_their_lists_and_their_items_on_circle_lists(env: Env) -> None:
+    lists = MongoListStore(env.services.mongo.db)
+
+    def item(text: str, who: str) -> ListItem:
+        return ListItem(text=text, key=item_key(text), added_by=who, added_at=NOW)
+
+    def new_list(key: str, partition: Partition, thread: str, who: str) -> SharedList:
+        return SharedList(
+            id=f"{key}-{thread}",
+            key=key,
+            title=key,
+            partition=partition,
+            thread_id=thread,
+            created_by=who,
+            created_at=NOW,
+            used_at=NOW,
+        )
+
+    private = await lists.create(new_list("gifts", Partition.dm(BOB), "dm", BOB))
+    await lists.add_items(private.id, [item("chess clock", BOB)], NOW)
+    shared = await lists.create(new_list("shopping", Partition.circle(FAM), "g", BOB))
+    await lists.add_items(shared.id, [item("ramen noodles", BOB), item("figs", ALICE)], NOW)
+
+    removed = (await env.run("purge-user", BOB)).result["removed"]
+
+    assert removed["lists"] == 1 and removed["list_items"] == 1
+    text = await env.all_text()
+    assert "chess clock" not in text and "ramen noodles" not in text
+    docs = [d async for d in env.services.mongo.db["lists"].find({})]
+    assert [(d["key"], [i["text"] for i in d["items"]], d["created_by"]) for d in docs] == [
+        ("shopping", ["figs"], None)
+    ]

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.mongo.circle_move import move_circle_documents
+from integrations.mongo.lists import MongoListStore
 from memory.clock import ManualClock
 from memory.constants import (
     CIRCLES,
@@ -26,6 +27,7 @@ from memory.constants import (
     THREADS,
 )
 from memory.ids import new_id
+from memory.lists import ListItem, SharedList, item_key
 from memory.models import (
     Category,
     Clarification,
@@ -277,3 +279,49 @@ async def test_moving_an_unknown_group_does_nothing(s: Services) -> None:
     assert not move.anything and move.fact_ids == []
     assert await everything_seen(s, OLD) == before
     assert await s.directory.circle("-1000999") is None
+
+
+async def test_the_circles_lists_follow_it_to_the_supergroup(s: Services) -> None:
+    await fill(s)
+    lists = MongoListStore(s.mongo.db)
+
+    async def new_list(key: str, partition: Partition, thread: str, *items: str) -> None:
+        made = await lists.create(
+            SharedList(
+                id=new_id(),
+                key=key,
+                title=key,
+                partition=partition,
+                thread_id=thread,
+                created_at=NOW,
+                used_at=NOW,
+            )
+        )
+        found = [ListItem(text=i, key=item_key(i), added_by=ALICE, added_at=NOW) for i in items]
+        await lists.add_items(made.id, found, NOW)
+
+    await new_list("shopping", Partition.circle(str(OLD)), str(OLD), "milk", "eggs")
+    await new_list("hardware", Partition.circle(str(OLD)), str(OLD), "glue")
+    # made in the supergroup before the move arrived: merged with, not duplicated
+    await new_list("shopping", Partition.circle(str(NEW)), str(NEW), "eggs", "bread")
+    await new_list("shopping", Partition.dm(ALICE), dm(ALICE).id, "a red kayak")
+
+    move = await build_membership(s).move_circle(OLD, NEW, "Fam")
+
+    assert move.moved["lists"] == 2
+    docs = [d async for d in s.mongo.db["lists"].find({}).sort("key")]
+    seen = sorted(
+        (
+            d["key"],
+            d["visibility"],
+            d["circle_id"],
+            d.get("thread_id") == str(NEW) or None,
+            sorted(i["text"] for i in d["items"]),
+        )
+        for d in docs
+    )
+    assert seen == [
+        ("hardware", "shared", str(NEW), True, ["glue"]),
+        ("shopping", "dm", None, None, ["a red kayak"]),
+        ("shopping", "shared", str(NEW), True, ["bread", "eggs", "milk"]),
+    ]

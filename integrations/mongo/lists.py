@@ -1,0 +1,124 @@
+"""Shared lists in MongoDB: the ``lists`` collection, as :class:`memory.lists.ListStore`.
+
+One document per list: its key and title, the flat partition fields every artefact
+carries (``circle_id``, ``owner_user_id``, ``visibility``), the thread it lives in, and
+its items as an array (who added each). Reads always go through
+:func:`memory.privacy.visibility_filter`; changes are single atomic updates of one
+document (``$push``, ``$pull``), so two people adding at once both land.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pymongo import DESCENDING
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo.upsert import upsert_returning
+from memory.lists import MAX_ITEMS, ListItem, SharedList
+from memory.models import Partition, Viewer, Visibility
+from memory.privacy import visibility_filter
+
+Document = dict[str, Any]
+
+LISTS = "lists"
+
+
+def _used(at: datetime) -> dict[str, Any]:
+    """Mark a list used at ``at``. ``used_seq`` (the wall clock in nanoseconds) orders
+    two uses within the same instant of Alfred's clock (a replay's clock stands still
+    between lines), so "the list last used" is always the one touched last."""
+    return {"used_at": at, "used_seq": time.time_ns()}
+
+
+def _shared_list(doc: Document) -> SharedList:
+    return SharedList(
+        id=str(doc["_id"]),
+        key=doc["key"],
+        title=doc.get("title") or doc["key"],
+        partition=Partition.from_fields(doc),
+        thread_id=doc["thread_id"],
+        created_by=doc.get("created_by"),
+        items=[ListItem.model_validate(i) for i in doc.get("items", [])],
+        created_at=doc["created_at"],
+        used_at=doc.get("used_at") or doc["created_at"],
+    )
+
+
+class MongoListStore:
+    """The ``lists`` collection."""
+
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._lists = db[LISTS]
+
+    async def visible(self, viewer: Viewer) -> list[SharedList]:
+        cursor = self._lists.find(visibility_filter(viewer)).sort(
+            [("used_at", DESCENDING), ("used_seq", DESCENDING)]
+        )
+        return [_shared_list(d) async for d in cursor]
+
+    async def create(self, shared: SharedList) -> SharedList:
+        query = {**shared.partition.as_fields(), "key": shared.key}
+        doc = await upsert_returning(
+            self._lists,
+            query,
+            {
+                "$setOnInsert": {
+                    "_id": shared.id,
+                    "title": shared.title,
+                    "thread_id": shared.thread_id,
+                    "created_by": shared.created_by,
+                    "items": [],
+                    "created_at": shared.created_at,
+                    **_used(shared.used_at),
+                }
+            },
+        )
+        return _shared_list(doc)
+
+    async def add_items(self, list_id: str, items: Sequence[ListItem], at: datetime) -> None:
+        await self._lists.update_one(
+            {"_id": list_id},
+            {
+                "$push": {
+                    "items": {
+                        "$each": [i.model_dump() for i in items],
+                        "$slice": -MAX_ITEMS,
+                    }
+                },
+                "$set": _used(at),
+            },
+        )
+
+    async def remove_items(self, list_id: str, keys: Sequence[str], at: datetime) -> None:
+        await self._lists.update_one(
+            {"_id": list_id},
+            {"$pull": {"items": {"key": {"$in": list(keys)}}}, "$set": _used(at)},
+        )
+
+    async def clear(self, list_id: str, at: datetime) -> None:
+        await self._lists.update_one({"_id": list_id}, {"$set": {"items": [], **_used(at)}})
+
+    async def touch(self, list_id: str, at: datetime) -> None:
+        await self._lists.update_one({"_id": list_id}, {"$set": _used(at)})
+
+    async def forget_user(self, user_id: str) -> dict[str, int]:
+        own = await self._lists.delete_many(
+            {"visibility": Visibility.DM.value, "owner_user_id": user_id}
+        )
+        shared = {"visibility": Visibility.SHARED.value}
+        theirs = 0
+        async for doc in self._lists.find({**shared, "items.added_by": user_id}):
+            theirs += sum(1 for i in doc.get("items", []) if i.get("added_by") == user_id)
+        await self._lists.update_many(
+            {**shared, "items.added_by": user_id}, {"$pull": {"items": {"added_by": user_id}}}
+        )
+        # A circle list they made that nobody else put anything on was theirs alone.
+        alone = await self._lists.delete_many({**shared, "created_by": user_id, "items": []})
+        await self._lists.update_many(
+            {**shared, "created_by": user_id}, {"$set": {"created_by": None}}
+        )
+        return {"lists": own.deleted_count + alone.deleted_count, "list_items": theirs}

@@ -1,0 +1,291 @@
+"""Shared lists on the reply path: the rules' requests and the chat model's list tools.
+
+A list lives where it was made (:mod:`memory.lists`): a group's list is the circle's, a
+DM's list is that person's. Here that means:
+
+* **Changes only in the list's own thread.** Adding, ticking off and clearing act on the
+  lists of the thread's home partition; in a DM, "add milk to the shopping list" makes
+  (or fills) the person's own list, never the circle's, so a private "gift for Bob" can
+  never land on the family's list by accident.
+* **Reading under the privacy rule.** Every list read goes through the store's filter
+  and :func:`memory.privacy.is_visible` again; a member may read the circle's list from
+  their DM, and a DM's list is readable nowhere else.
+* **"We need batteries"** adds to the thread's most recently used list, only if it was
+  used within :data:`RECENT`; "we got the eggs" ticks off only what is on a list here.
+  Otherwise the message is not a list request and goes on as ordinary conversation.
+
+The caller marks the message handled (formation learns nothing from it) and journals
+Alfred's answer as :func:`journal_note`, so no list text becomes a memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from memory.ids import new_id
+from memory.lists import MAX_NAME_CHARS, ListItem, ListStore, SharedList, item_key, list_key
+from memory.llm import ToolCall, ToolSpec
+from memory.models import Thread, ThreadKind, Viewer
+from memory.ports import Clock
+from memory.privacy import is_visible
+from memory.rules.intents.lists import ListIntent, split_items
+
+#: How recently a list must have been used for "we need batteries" to go on it.
+RECENT = timedelta(days=14)
+NONE_HERE = 'There are no lists here yet. Say e.g. "add milk to the shopping list".'
+WHICH_LIST = 'Which list? Say e.g. "add milk to the shopping list".'
+
+
+def journal_note(intent: ListIntent) -> str:
+    """What Alfred's list answer is journaled as: the action, never the items, so the
+    list's text cannot reach formation through Alfred's own words either."""
+    return f"[a list request was answered: {intent.action}]"
+
+
+def _join(words: Sequence[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+class Lists:
+    """List requests for one reply: reads and changes through the :class:`ListStore`."""
+
+    def __init__(self, store: ListStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def _visible(self, viewer: Viewer) -> list[SharedList]:
+        return [s for s in await self.store.visible(viewer) if is_visible(s.partition, viewer)]
+
+    async def handle(
+        self, intent: ListIntent, thread: Thread, viewer: Viewer, *, quiet: bool = False
+    ) -> str | None:
+        """The answer to a list request, or None when the message turns out not to be
+        one (an implicit add with no recent list, a "we got X" with X on no list here).
+        ``quiet``: an unaddressed group message, where only adds and tick-offs act."""
+        if quiet and intent.action not in ("add", "remove"):
+            return None
+        visible = await self._visible(viewer)
+        home = thread.home_partition()
+        own = [s for s in visible if s.partition == home]  # most recently used first
+        if intent.action == "lists":
+            return self._overview(visible, own, thread)
+        if intent.action == "add":
+            return await self._add(intent, thread, viewer, visible, own)
+        if intent.action == "remove":
+            return await self._remove(intent, visible, own)
+        named = self._named(intent.name, own) if intent.name else (own[0] if own else None)
+        if intent.action == "clear":
+            if named is None:
+                return self._missing(intent.name, visible, "clear")
+            await self.store.clear(named.id, self.clock.now())
+            return f"Cleared the {named.label().lower()}."
+        if named is None and intent.name:  # reading the circle's list from a DM
+            other = self._named(intent.name, visible)
+            return (
+                other.shown() + " (the group's list)"
+                if other
+                else self._missing(intent.name, visible, "show")
+            )
+        if named is None:
+            return NONE_HERE
+        await self.store.touch(named.id, self.clock.now())
+        return named.shown()
+
+    @staticmethod
+    def _named(name: str | None, lists: Sequence[SharedList]) -> SharedList | None:
+        key = list_key(name or "")
+        return next((s for s in lists if s.key == key), None)
+
+    @staticmethod
+    def _missing(name: str | None, visible: Sequence[SharedList], verb: str) -> str:
+        if not name:
+            return NONE_HERE
+        elsewhere = Lists._named(name, visible)
+        if elsewhere is not None and verb == "clear":
+            return f"The {elsewhere.label().lower()} is the group's: clear it in the group."
+        return f"There's no {list_key(name)} list here."
+
+    async def _add(
+        self,
+        intent: ListIntent,
+        thread: Thread,
+        viewer: Viewer,
+        visible: Sequence[SharedList],
+        own: Sequence[SharedList],
+    ) -> str | None:
+        now = self.clock.now()
+        target: SharedList | None
+        if intent.implicit:  # "we need batteries": only onto a list used here lately
+            target = own[0] if own and now - own[0].used_at <= RECENT else None
+            if target is None:
+                return None
+        elif intent.name:
+            target = self._named(intent.name, own)
+            if target is None:
+                key = list_key(intent.name)
+                if not key:
+                    return WHICH_LIST
+                target = await self.store.create(
+                    SharedList(
+                        id=new_id(),
+                        key=key,
+                        title=key,
+                        partition=thread.home_partition(),
+                        thread_id=thread.id,
+                        created_by=viewer.user_id,
+                        created_at=now,
+                        used_at=now,
+                    )
+                )
+        else:
+            target = own[0] if own else None
+            if target is None:
+                return WHICH_LIST
+        have = {i.key for i in target.items}
+        fresh: list[ListItem] = []
+        for text in intent.items:
+            key = item_key(text)
+            if key and key not in have:
+                have.add(key)
+                fresh.append(ListItem(text=text, key=key, added_by=viewer.user_id, added_at=now))
+        await self.store.add_items(target.id, fresh, now)
+        target.items.extend(fresh)
+        there = [t for t in intent.items if item_key(t) not in {i.key for i in fresh}]
+        head = f"Added {_join([i.text for i in fresh])} to the {target.label().lower()}."
+        if not fresh:
+            head = f"{_join(there)} {'is' if len(there) == 1 else 'are'} already on it."
+        elif there:
+            head += f" ({_join(there)} {'was' if len(there) == 1 else 'were'} already on it.)"
+        note = ""
+        if thread.kind is ThreadKind.DM and any(
+            s.key == target.key and s.partition != target.partition for s in visible
+        ):
+            note = "\n(This is your own list, just here: the group's list is changed in the group.)"
+        return f"{head}\n{target.shown()}{note}"
+
+    async def _remove(
+        self, intent: ListIntent, visible: Sequence[SharedList], own: Sequence[SharedList]
+    ) -> str | None:
+        keys = {item_key(t): t for t in intent.items}
+        if intent.name:
+            candidates = [s for s in own if s.key == list_key(intent.name)]
+        else:
+            candidates = [s for s in own if any(i.key in keys for i in s.items)] or list(own[:1])
+        target = candidates[0] if candidates else None
+        on_it = [i for i in target.items if i.key in keys] if target else []
+        if not on_it:
+            if intent.implicit:
+                return None  # "we got the eggs" with no eggs on a list here: just chat
+            elsewhere = [s for s in visible if s not in own and any(i.key in keys for i in s.items)]
+            if elsewhere:
+                return f"That's on the group's {elsewhere[0].label().lower()}: tick it off there."
+            if target is None:
+                return self._missing(intent.name, visible, "remove")
+            return f"{_join(intent.items)} isn't on the {target.label().lower()}."
+        if target is None:  # unreachable: on_it is empty without a target
+            return None
+        gone = {i.key for i in on_it}
+        await self.store.remove_items(target.id, sorted(gone), self.clock.now())
+        target.items[:] = [i for i in target.items if i.key not in gone]
+        return f"Ticked off {_join([i.text for i in on_it])}.\n{target.shown()}"
+
+    @staticmethod
+    def _overview(visible: Sequence[SharedList], own: Sequence[SharedList], thread: Thread) -> str:
+        if not visible:
+            return NONE_HERE
+        lines = ["Lists here:"]
+        for s in sorted(visible, key=lambda s: (s not in own, s.key)):
+            count = f"{len(s.items)} item{'s' if len(s.items) != 1 else ''}"
+            whose = " (the group's)" if thread.kind is ThreadKind.DM and s not in own else ""
+            lines.append(f"- {s.label()}{whose}: {count}")
+        return "\n".join(lines)
+
+
+# --- the chat model's tools ------------------------------------------------------------
+
+_LIST_ARG = {
+    "type": "string",
+    "maxLength": MAX_NAME_CHARS,
+    "description": "the list's name without the word 'list', e.g. 'shopping'; omit for the "
+    "list last used in this chat",
+}
+_ITEMS_ARG = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": 20,
+    "items": {"type": "string", "maxLength": 120},
+}
+ADD_TO_LIST = ToolSpec(
+    name="add_to_list",
+    description="Add items to a shared list of this chat (a group's lists are the whole "
+    "group's; a private chat's are the person's own). Creates the list if needed.",
+    parameters={
+        "type": "object",
+        "properties": {"list": _LIST_ARG, "items": _ITEMS_ARG},
+        "required": ["items"],
+        "additionalProperties": False,
+    },
+)
+SHOW_LIST = ToolSpec(
+    name="show_list",
+    description="Read a list of this chat (what is on the shopping list, …); with no list "
+    "named, the one last used here. Use list='*' to name every list there is.",
+    parameters={
+        "type": "object",
+        "properties": {"list": _LIST_ARG},
+        "additionalProperties": False,
+    },
+)
+REMOVE_FROM_LIST = ToolSpec(
+    name="remove_from_list",
+    description="Tick items off a list of this chat (bought, done, not needed).",
+    parameters={
+        "type": "object",
+        "properties": {"list": _LIST_ARG, "items": _ITEMS_ARG},
+        "required": ["items"],
+        "additionalProperties": False,
+    },
+)
+LIST_TOOLS = (ADD_TO_LIST, SHOW_LIST, REMOVE_FROM_LIST)
+
+
+class ListTools:
+    """The list tools for one reply, bound to its thread and viewer; records whether a
+    tool changed or read a list, so the reply marks the message handled."""
+
+    specs = LIST_TOOLS
+
+    def __init__(self, lists: Lists, thread: Thread, viewer: Viewer) -> None:
+        self.lists = lists
+        self.thread = thread
+        self.viewer = viewer
+        self.used = False
+
+    @staticmethod
+    def handles(name: str) -> bool:
+        return name in {t.name for t in LIST_TOOLS}
+
+    async def run(self, call: ToolCall) -> str:
+        args: dict[str, Any] = call.arguments
+        name = args.get("list")
+        name = str(name)[:MAX_NAME_CHARS] if name else None
+        raw = args.get("items") or []
+        items = tuple(part for item in raw if isinstance(item, str) for part in split_items(item))[
+            :20
+        ]
+        if call.name == SHOW_LIST.name:
+            every = name == "*"
+            intent = ListIntent(action="lists" if every else "show", name=None if every else name)
+        elif not items:
+            return "error: name at least one item"
+        elif call.name == ADD_TO_LIST.name:
+            intent = ListIntent(action="add", name=name, items=items)
+        else:
+            intent = ListIntent(action="remove", name=name, items=items)
+        answer = await self.lists.handle(intent, self.thread, self.viewer)
+        self.used = True
+        return answer or "error: nothing to do"
