@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from redis.asyncio import Redis
 from telegram import Update
 
+from bot.replay.reminders import ReplayReminders
 from bot.replay.script import (
     _DURATION,
     _UNITS,
@@ -113,6 +114,9 @@ class Replay:
             residue=residue,
         )
         self.app = build_application("7000000001:replay", self.assistant, request=self.api)
+        self.reminders = ReplayReminders(self.app.bot)
+        if jobs is not None and hasattr(jobs, "extra_ctx"):
+            jobs.extra_ctx.update(self.reminders.job_ctx())
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self.output: list[dict[str, Any]] = []
@@ -206,8 +210,13 @@ class Replay:
             {"reaction": {"in": where, "to": sender, "emoji": r.emoji}}
             for r in self.api.take_reactions()
         ]
-        sent_now = self.api.take()
-        for sent in sent_now:
+        return out + self._sent(where, lambda _: sender)
+
+    def _sent(self, where: str, to: Any) -> list[dict[str, Any]]:
+        """What the bot sent since the last look, as ``reply`` objects (``to(sent)``: whom
+        each was for)."""
+        out = []
+        for sent in self.api.take():
             self._last_bot_message[sent.chat_id] = {
                 "message_id": sent.message_id,
                 "date": int(self.clock.now().timestamp()),
@@ -215,8 +224,34 @@ class Replay:
                 "from": self.api.bot_user(),
                 "text": sent.text,
             }
-        replies = [{"reply": {"in": where, "to": sender, "text": sent.text}} for sent in sent_now]
-        return out + replies
+            self.reminders.seen(sent)
+            reply: dict[str, Any] = {"in": where, "to": to(sent), "text": sent.text}
+            if sent.buttons:
+                reply["buttons"] = [label for label, _ in sent.buttons]
+            out.append({"reply": reply})
+        return out
+
+    def _where(self, chat_id: int) -> str:
+        for name, cid in self.names.circles.items():
+            if cid == chat_id:
+                return f"group:{name}"
+        for name, uid in self.names.users.items():
+            if uid == chat_id:
+                return f"dm:{name}"
+        return str(chat_id)
+
+    async def press(self, who: str, where: str, label: str) -> list[dict[str, Any]]:
+        """``who`` presses the inline button ``label`` on the latest bot message in
+        ``where`` that carries it (nothing happens when none does)."""
+        chat = self._chat(where)
+        sent = self.reminders.carrying(chat["id"], label)
+        if sent is None:
+            return []
+        date = int(self.clock.now().timestamp())
+        await self._feed(
+            self.reminders.callback(sent, label, self._user(who), chat, date, self.api.bot_user())
+        )
+        return self._sent(where, lambda _: who)
 
     def advance(self, value: str) -> None:
         match = _DURATION.match(value)
@@ -229,9 +264,15 @@ class Replay:
     async def drain(self) -> list[dict[str, Any]]:
         if self.jobs is None:
             return []
-        return [
+        ran = [
             {"job": {"name": n, "status": s}} for n, s in await self.jobs.drain(self.clock.now())
         ]
+        delivered: list[dict[str, Any]] = []
+        for sent in list(self.api.sent):  # reminders delivered by the jobs, chat by chat
+            self.api.sent = [sent]
+            to = self.names.user_name(self.reminders.to.get(sent.message_id))
+            delivered += self._sent(self._where(sent.chat_id), lambda _, to=to: to)
+        return ran + delivered
 
     async def viewer(self, who: str, where: str) -> Viewer:
         d = self.services.directory
@@ -340,6 +381,8 @@ class Replay:
             return [await self.dump()]
         if kind == "calendar":
             return await self.calendar(value["user"], value["event"], value.get("from"))
+        if kind == "press":
+            return await self.press(value["as"], value["in"], value["button"])
         raise AssertionError(kind)
 
 

@@ -1,9 +1,9 @@
 """A Bot API that never leaves the process, for replay, the console and the demo.
 
 PTB talks to Telegram through a ``BaseRequest``; this one answers ``getMe`` as the bot
-``alfred`` and records ``sendMessage`` and ``setMessageReaction`` calls instead of
-sending them, so the real application, handlers and rate limiter run with no network
-and no token.
+``alfred`` and records ``sendMessage`` (with its inline keyboard), ``setMessageReaction``
+and ``answerCallbackQuery`` calls instead of sending them, so the real application,
+handlers and rate limiter run with no network and no token.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ class SentMessage:
     text: str
     reply_to_message_id: int | None
     message_id: int
+    #: Inline keyboard buttons: (label, callback data), row after row.
+    buttons: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -43,6 +45,8 @@ class OfflineBotAPI(BaseRequest):
     username: str = "alfred"
     sent: list[SentMessage] = field(default_factory=list)
     reactions: list[SetReaction] = field(default_factory=list)
+    #: The texts of answered callback queries (button presses).
+    answered: list[str] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
     def __post_init__(self) -> None:
@@ -90,12 +94,21 @@ class OfflineBotAPI(BaseRequest):
             if isinstance(reply, str):
                 reply = json.loads(reply)
             reply_to = params.get("reply_to_message_id") or reply.get("message_id")
+            markup = params.get("reply_markup") or {}
+            if isinstance(markup, str):
+                markup = json.loads(markup)
+            buttons = [
+                (str(b.get("text", "")), str(b.get("callback_data", "")))
+                for row in markup.get("inline_keyboard", [])
+                for b in row
+            ]
             self.sent.append(
                 SentMessage(
                     chat_id=int(params["chat_id"]),
                     text=str(params.get("text", "")),
                     reply_to_message_id=int(reply_to) if reply_to else None,
                     message_id=message_id,
+                    buttons=buttons,
                 )
             )
             chat_id = int(params["chat_id"])
@@ -118,6 +131,9 @@ class OfflineBotAPI(BaseRequest):
                         emoji=str(kind.get("emoji", "")),
                     )
                 )
+            result = True
+        elif name == "answerCallbackQuery":
+            self.answered.append(str(params.get("text", "")))
             result = True
         elif name in ("getUpdates",):
             result = []

@@ -14,6 +14,7 @@ from memory.ports import Clock
 from memory.reply_ports import CalendarAccess, ErasureResidue, ReplyObserver
 from memory.retrieval import Retriever
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
+from services.reminders import Reminders
 
 
 @dataclass
@@ -37,3 +38,5 @@ class ReplyDeps:
     #: Spool files and Redis's append-only file, cleaned after a forget (None: no data
     #: folder and no Redis, as in a bare test world).
     residue: ErasureResidue | None = None
+    #: Reminders (not memories): set, listed and changed by rules on the reply path.
+    reminders: Reminders | None = None
