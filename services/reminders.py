@@ -23,7 +23,6 @@ from memory.ids import new_id
 from memory.models import Partition, ThreadKind, Viewer
 from memory.ports import Clock
 from memory.privacy import and_visible, is_visible
-from memory.reminder_time import next_occurrence, parse_when, spoken, spoken_rule, zone_for
 from memory.reminders import (
     Delivery,
     Reminder,
@@ -41,6 +40,7 @@ from memory.rules.intents.remind import (
     Snooze,
 )
 from memory.stores import DirectoryStore
+from services.reminder_time import next_occurrence, parse_when, spoken, spoken_rule, zone_for
 
 log = logging.getLogger(__name__)
 

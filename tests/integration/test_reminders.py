@@ -23,6 +23,11 @@ def press(who: str, where: str, button: str) -> dict[str, Any]:
     return {"press": {"as": who, "in": where, "button": button}}
 
 
+def reply(who: str, where: str, text: str) -> dict[str, Any]:
+    """A Telegram reply to the bot's latest message in ``where``."""
+    return {"say": {"from": who, "in": where, "text": text, "reply_to": "bot"}}
+
+
 def reminders_in(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The delivered reminders among the replies (they carry buttons)."""
     return [r for r in replies(out) if r.get("buttons")]
@@ -72,7 +77,9 @@ async def test_group_reminders_mention_the_person_or_go_to_everyone(
         settings,
         [
             FAM,
-            say("dana", "group:fam", "@alfred remind us to water the garden every Wednesday at 6pm"),
+            say(
+                "dana", "group:fam", "@alfred remind us to water the garden every Wednesday at 6pm"
+            ),
             say("dana", "group:fam", "@alfred remind Eli to collect the parcel in 3 hours"),
             say("dana", "group:fam", "@alfred remind Zoe to feed the fish in 1 hour"),
             say("dana", "dm:dana", "remind Eli to call grandma in 2 hours"),
@@ -139,7 +146,7 @@ async def test_list_cancel_move_and_snooze_by_reply_and_by_button(
             DRAIN,  # the dentist was moved: nothing at 9
             at("2026-01-06T10:00:00Z"),
             DRAIN,
-            {"say": {"from": "dana", "in": "dm:dana", "text": "snooze 15 minutes", "reply_to": "bot"}},
+            reply("dana", "dm:dana", "snooze 15 minutes"),
             at("2026-01-06T10:15:00Z"),
             DRAIN,
             press("dana", "dm:dana", "Done"),
@@ -184,11 +191,11 @@ async def test_another_persons_dm_reminder_cannot_be_listed_cancelled_or_snoozed
             say("eli", "dm:eli", "what are my reminders?"),
             say("eli", "dm:eli", "cancel the birthday reminder"),
             say("eli", "dm:eli", "move the present reminder to 11"),
-            {"say": {"from": "eli", "in": "dm:eli", "text": "snooze 10 minutes", "reply_to": "bot"}},
+            reply("eli", "dm:eli", "snooze 10 minutes"),
             say("dana", "group:fam", "@alfred what are our reminders?"),
             at("2026-01-06T09:00:00Z"),
             DRAIN,
-            {"say": {"from": "eli", "in": "group:fam", "text": "@alfred snooze", "reply_to": "bot"}},
+            reply("eli", "group:fam", "@alfred snooze"),
             press("eli", "group:fam", "Snooze 10 min"),
             at("2026-01-06T09:30:00Z"),
             DRAIN,

@@ -2,7 +2,7 @@
 "cancel the bins reminder", "move the vet reminder to 10", "snooze 10 minutes".
 
 Only the words are split here (who, what, the time phrase); the time phrase is read by
-:mod:`memory.reminder_time` once one of these rules matched, so ordinary messages pay
+:mod:`services.reminder_time` once one of these rules matched, so ordinary messages pay
 one anchored regular expression and nothing else.
 """
 
