@@ -11,6 +11,7 @@ from typing import Any
 from runtime.settings import Settings
 from tests.helpers.replay import dumps, replay_lines, replies, say
 
+REPLAY_MD = Path(__file__).resolve().parents[2] / "docs" / "replay.md"
 FAM = {"circle": "fam", "members": ["dana", "eli"]}
 DRAIN = {"jobs": "drain"}
 
@@ -251,3 +252,19 @@ async def test_reminders_are_not_memories_and_forget_everything_deletes_them(
     assert erased.startswith("Done — I've erased everything about you"), erased
     assert "2 reminders" in erased, erased
     assert reminders_in(out) == [], "nothing is delivered after the erasure"
+
+
+async def test_the_reminder_example_of_docs_replay_md(settings: Settings, tmp_path: Path) -> None:
+    doc = REPLAY_MD.read_text(encoding="utf-8")
+    block = doc.split("## Reminders", 1)[1].split("```", 2)[1]
+    out = await replay_lines(settings, [ln for ln in block.splitlines() if ln.strip()], tmp_path)
+    assert [(r["in"], r["to"], r["text"]) for r in replies(out)] == [
+        (
+            "dm:alice",
+            "alice",
+            "I'll remind you tomorrow, Tuesday 6 January, at 09:00: call the vet.",
+        ),
+        ("dm:alice", "alice", "⏰ Reminder: call the vet"),
+        ("dm:alice", "alice", "Snoozed for 10 minutes: call the vet."),
+        ("dm:alice", "alice", "⏰ Reminder: call the vet"),
+    ]
