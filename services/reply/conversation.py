@@ -19,6 +19,7 @@ from memory.prompts.common import Person
 from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
 from services.messages import Incoming
+from services.reminder_tools import ReminderToolbox
 from services.reply.deps import ReplyDeps
 from services.reply.lookups import TurnLookups
 
@@ -147,11 +148,20 @@ class Conversation:
         calendar = await d.calendar.toolbox(viewer, enabled=flags.calendar)
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
-        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs]
+        reminding = (
+            ReminderToolbox(d.reminders, viewer, inc.chat_id) if d.reminders is not None else None
+        )
+        tools = [
+            *([SEARCH_MEMORY] if reading else []),
+            *calendar_specs,
+            *(reminding.specs if reminding else []),
+        ]
 
         async def run_tool(call: ToolCall) -> str:
             if calendar_specs and calendar.handles(call.name):
                 return await calendar.run(call)
+            if reminding is not None and reminding.handles(call.name):
+                return await reminding.run(call)
             if call.name != SEARCH_MEMORY.name or not reading:
                 return f"error: unknown tool {call.name}"
             return await self._search_tool(viewer, call, lookups)

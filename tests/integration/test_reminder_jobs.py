@@ -172,3 +172,37 @@ async def test_the_reminders_of_a_person_are_listed_only_where_visible(world: Wo
     other = Viewer(user_id="502", thread=Thread(id="dm-502", kind=ThreadKind.DM, user_id="502"))
     assert "renew the passport" in await reminders.listing(own)
     assert await reminders.listing(other) == "There are no reminders set here."
+
+
+async def test_the_chat_models_reminder_tools_create_list_and_cancel_in_their_chat(
+    world: World,
+) -> None:
+    from memory.llm import ToolCall
+    from memory.models import Thread, ThreadKind, Viewer
+    from services.reminder_tools import ReminderToolbox
+
+    w = world
+    w.clock.set(datetime(2026, 2, 2, 8, 0, tzinfo=UTC))
+    ann = Viewer(user_id="501", thread=Thread(id="dm-501", kind=ThreadKind.DM, user_id="501"))
+    ben = Viewer(user_id="502", thread=Thread(id="dm-502", kind=ThreadKind.DM, user_id="502"))
+    tools = ReminderToolbox(build_reminders(w.services), ann, w.chat_id)
+    assert [s.name for s in tools.specs] == ["create_reminder", "list_reminders", "cancel_reminder"]
+
+    def call(name: str, **arguments: object) -> ToolCall:
+        return ToolCall(id="c1", name=name, arguments=arguments)
+
+    made = await tools.run(call("create_reminder", task="book the boiler service", when="Friday"))
+    assert made == "I'll remind you on Friday 6 February at 09:00: book the boiler service."
+    assert await tools.run(call("create_reminder", who="us", task="x", when="today at 10")) == (
+        "I can remind everyone only in the group. Here I can remind you."
+    )
+    assert "book the boiler service" in await tools.run(call("list_reminders"))
+    other = ReminderToolbox(build_reminders(w.services), ben, 502)
+    assert await other.run(call("list_reminders")) == "There are no reminders set here."
+    assert await other.run(call("cancel_reminder", about="boiler")) == (
+        'I found no reminder about "boiler" here.'
+    )
+    assert await tools.run(call("cancel_reminder", about="boiler")) == (
+        "Cancelled: book the boiler service."
+    )
+    assert await tools.run(call("list_reminders")) == "There are no reminders set here."
