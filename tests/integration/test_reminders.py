@@ -268,3 +268,13 @@ async def test_the_reminder_example_of_docs_replay_md(settings: Settings, tmp_pa
         ("dm:alice", "alice", "Snoozed for 10 minutes: call the vet."),
         ("dm:alice", "alice", "⏰ Reminder: call the vet"),
     ]
+
+
+async def test_the_demo_sets_and_delivers_a_reminder(settings: Settings, tmp_path: Path) -> None:
+    from bot.replay.demo import demo_script
+
+    out = await replay_lines(settings, demo_script(), tmp_path / "demo")
+    assert [(r["in"], r["to"], r["text"]) for r in reminders_in(out)] == [
+        ("group:fam", None, "⏰ Reminder: take the bins out")
+    ]
+    assert {"in": "group:fam", "to": "bob", "text": "Done: take the bins out."} in replies(out)
