@@ -107,6 +107,12 @@ class Reminders:
 
     async def create(self, viewer: Viewer, chat_id: int, intent: SetReminder) -> str:
         thread, now = viewer.thread, self._now()
+        if not intent.when:
+            whom = {"me": "you", "us": "everyone"}.get(intent.who, intent.who.capitalize())
+            return (
+                f"When should I remind {whom} to {intent.task}? Say e.g. "
+                f'"remind me to {intent.task} tomorrow at 9".'
+            )
         for_user: str | None = viewer.user_id
         if intent.who == "us":
             if thread.kind is not ThreadKind.GROUP:

@@ -48,8 +48,12 @@ async def test_a_dm_reminder_is_confirmed_and_delivered_on_time_in_that_dm_only(
             DRAIN,
             at("2026-01-06T09:30:00Z"),
             DRAIN,
+            say("dana", "dm:dana", "Remind me to buy stamps"),
         ],
         tmp_path / "a",
+    )
+    assert replies(out)[-1]["text"] == (
+        'When should I remind you to buy stamps? Say e.g. "remind me to buy stamps tomorrow at 9".'
     )
     said = replies(out)
     assert said[0] == {

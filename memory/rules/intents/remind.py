@@ -130,7 +130,10 @@ def detect_reminder(text: str) -> ReminderIntent | None:
     who = "us" if who == "everyone" else who
     parts = _split(found.group(2))
     if parts is None:
-        return None
+        rest = found.group(2)
+        if not rest.lower().startswith("to ") or _WHEN_START.search(rest):
+            return None
+        parts = rest, ""  # "remind me to buy milk": when? (asked, not guessed)
     task, when = parts
     task = re.sub(r"^(?:to\s+)", "", task, flags=re.I).strip(" ,.")
     return SetReminder(who=who, task=task, when=when)
