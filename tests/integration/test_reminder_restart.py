@@ -71,17 +71,32 @@ async def test_a_reminder_set_before_a_restart_is_delivered_once_after_it(
             )
             if task.done():
                 pytest.fail(f"run_bot ended: {task.exception()!r}")
+            sent = next(m for m in tg.sent_messages if "⏰" in str(m["text"]))
+            keyboard = sent["message"]["reply_markup"]["inline_keyboard"]
+            assert [b["text"] for b in keyboard[0]] == ["Done", "Snooze 10 min"]
+            # Ann presses "Snooze 10 min": a callback query, as Telegram sends it
+            tg.push_update(
+                {
+                    "callback_query": {
+                        "id": "press-1",
+                        "from": ann,
+                        "chat_instance": str(dm["id"]),
+                        "data": keyboard[0][1]["callback_data"],
+                        "message": sent["message"],
+                    }
+                }
+            )
+            await tg.wait_until(
+                lambda: any(t.startswith("Snoozed") for t in texts()), timeout=30, what="snooze"
+            )
             # one more sweep of the running worker may pass; it must not send it again
             tg.push_text(dm, ann, "what are my reminders?")
             await tg.wait_until(
-                lambda: any("reminders set here" in t for t in texts()),
-                timeout=30,
-                what="the listing",
+                lambda: any("Reminders here" in t for t in texts()), timeout=30, what="the list"
             )
         finally:
             await _stop(stop, task)
-        delivered = [t for t in texts() if "⏰" in t]
-        assert delivered == ["⏰ Reminder: stir the soup"]
-        sent = next(m for m in tg.sent_messages if "⏰" in str(m["text"]))
-        keyboard = sent["message"]["reply_markup"]["inline_keyboard"]
-        assert [b["text"] for b in keyboard[0]] == ["Done", "Snooze 10 min"]
+        assert [t for t in texts() if "⏰" in t] == ["⏰ Reminder: stir the soup"]
+        assert "Snoozed for 10 minutes: stir the soup." in texts()
+        assert [c["callback_query_id"] for c in tg.answered_callbacks] == ["press-1"]
+        assert "stir the soup — today" in texts()[-1], texts()[-1]
