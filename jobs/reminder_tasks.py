@@ -14,11 +14,12 @@ from typing import Any
 
 from arq import cron, func
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.error import BadRequest, ChatMigrated, Forbidden
 
 from integrations.redis.queue import DELIVER_REMINDER, REMINDER_SWEEP, JobQueue
 from jobs.config import JobsConfig
 from jobs.tasks import Ctx, runtime
-from memory.reminders import ReminderScheduler, ReminderSender
+from memory.reminders import ReminderScheduler, ReminderSender, Undeliverable
 from runtime.reminders import QueueScheduler, build_reminders
 from runtime.settings import Settings
 
@@ -54,9 +55,16 @@ class BotSender:
     async def send(
         self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
     ) -> int | None:
-        sent = await self.bot.send_message(
-            chat_id=chat_id, text=text, reply_markup=keyboard(reminder_id)
-        )
+        try:
+            sent = await self.bot.send_message(
+                chat_id=chat_id, text=text, reply_markup=keyboard(reminder_id)
+            )
+        except (Forbidden, ChatMigrated) as exc:
+            raise Undeliverable(type(exc).__name__) from None
+        except BadRequest as exc:
+            if "chat not found" in exc.message.lower():
+                raise Undeliverable("chat not found") from None
+            raise
         return sent.message_id
 
 

@@ -26,6 +26,8 @@ class ReminderState(StrEnum):
     SENT = "sent"
     DONE = "done"
     CANCELLED = "cancelled"
+    #: Telegram refused it for good (the bot was blocked or removed from the chat).
+    UNDELIVERABLE = "undeliverable"
 
 
 class Delivery(BaseModel):
@@ -121,8 +123,13 @@ class ReminderScheduler(Protocol):
     async def schedule(self, reminder_id: str, occurrence: datetime) -> None: ...
 
 
+class Undeliverable(Exception):
+    """The chat refuses the bot for good (blocked, removed, chat gone): retrying is useless."""
+
+
 class ReminderSender(Protocol):
-    """Telegram's side: send a reminder message with its buttons; the message id."""
+    """Telegram's side: send a reminder message with its buttons; the message id. Raises
+    :class:`Undeliverable` when the chat refuses the bot for good."""
 
     async def send(
         self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None

@@ -30,6 +30,7 @@ from memory.reminders import (
     ReminderSender,
     ReminderState,
     ReminderStore,
+    Undeliverable,
 )
 from memory.rules.intents.remind import (
     CancelReminder,
@@ -272,7 +273,14 @@ class Reminders:
             return False
         late = now - occurrence > LATE_AFTER
         text = await self._delivery_text(r, late)
-        message_id = await sender.send(r.chat_id, text, reminder_id=r.id, to_user_id=r.for_user_id)
+        try:
+            message_id = await sender.send(
+                r.chat_id, text, reminder_id=r.id, to_user_id=r.for_user_id
+            )
+        except Undeliverable as exc:
+            log.warning("reminder %s cannot be delivered: %s", r.id, type(exc).__name__)
+            await self.store.set_state(r.id, ReminderState.UNDELIVERABLE)
+            return False
         next_due = None
         if r.rule:
             next_due = next_occurrence(r.rule, zone_for(r.zone), r.start, now)

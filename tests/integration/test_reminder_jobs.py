@@ -49,6 +49,7 @@ class World:
     chat_id: int
 
     async def reminder(self, text: str, **fields: object) -> Reminder:
+        fields.setdefault("chat_id", self.chat_id)
         r = Reminder(
             id=uuid.uuid4().hex,
             text=text,
@@ -56,7 +57,6 @@ class World:
             creator_id="501",
             for_user_id="501",
             thread_id="dm-501",
-            chat_id=self.chat_id,
             start=DUE,
             next_due=DUE,
             created_at=DUE - timedelta(hours=1),
@@ -206,3 +206,18 @@ async def test_the_chat_models_reminder_tools_create_list_and_cancel_in_their_ch
         "Cancelled: book the boiler service."
     )
     assert await tools.run(call("list_reminders")) == "There are no reminders set here."
+
+
+async def test_a_chat_that_refuses_the_bot_for_good_is_not_retried_forever(world: World) -> None:
+    w = world
+    w.clock.set(DUE + timedelta(seconds=30))
+    gone = await w.reminder("water the orchids", chat_id=-100999)  # a chat Telegram never had
+    await w.sweep()
+    await w.drain()
+    assert await state_of(w, gone.id) == ReminderState.UNDELIVERABLE.value
+    w.clock.set(DUE + timedelta(minutes=10))
+    await w.sweep()
+    await w.drain()
+    tried = [c for c in w.tg.calls_of("sendMessage") if str(c.get("chat_id")) == "-100999"]
+    assert len(tried) == 1, "one attempt, refused, never retried"
+    assert await state_of(w, gone.id) == ReminderState.UNDELIVERABLE.value
