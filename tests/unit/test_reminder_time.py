@@ -84,6 +84,9 @@ def test_reminder_requests_are_told_from_other_messages() -> None:
     assert detect_reminder("Remind me to buy milk") == SetReminder(
         who="me", task="buy milk", when=""
     )  # no time: Alfred asks for one
+    assert detect_reminder("Can you remind me tomorrow at 9 to call the vet, please?") == (
+        SetReminder(who="me", task="call the vet", when="tomorrow at 9")
+    )
     assert detect_reminder("show my reminders") == ListReminders()
     assert detect_reminder("cancel the plants reminder") == CancelReminder(about="plants")
     assert detect_reminder("move the dentist reminder to Friday at 3pm") == MoveReminder(

@@ -17,7 +17,8 @@ from memory.rules.text import clean_text
 
 _POLITE = r"(?:(?:please|pls|can you|could you|would you|will you|hey)\s+)*"
 _SET = re.compile(
-    rf"^{_POLITE}remind\s+(me|us|everyone|@?[\w'-]+)\s+(.+?)\s*[.!]?\s*(?:please)?$", re.I
+    rf"^{_POLITE}remind\s+(me|us|everyone|@?[\w'-]+)\s+(.+?)\s*[.!?]*\s*(?:,?\s*please)?[.!?]*$",
+    re.I,
 )
 #: Where a time phrase may begin inside "to call the vet tomorrow at 9".
 _WHEN_START = re.compile(
