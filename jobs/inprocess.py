@@ -33,11 +33,13 @@ from integrations.redis.queue import (
     CLOSE_ERRORS,
     COLD_SESSIONS,
     FORM_THREAD,
+    REMINDER_SWEEP,
     REQUEUE_OUTBOX,
     UNREACHABLE_ERRORS,
     JobQueue,
     QueuePool,
 )
+from jobs.reminder_tasks import sweep as reminder_sweep
 from jobs.tasks import startup
 from jobs.worker import worker_options
 from runtime.bundle import Services
@@ -54,13 +56,19 @@ def _pool(redis: RedisHandle, name: str) -> QueuePool:
 
 
 def _ctx(
-    services: Services, redis: RedisHandle, config: JobsConfig | None, *, recover: bool
+    services: Services,
+    redis: RedisHandle,
+    config: JobsConfig | None,
+    *,
+    recover: bool,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "services": services,
         "redis_handle": redis,
         "jobs_config": config,
         "recover_on_startup": recover,
+        **(extra or {}),
     }
 
 
@@ -188,6 +196,7 @@ async def drain(
     max_seconds: float | None = None,
     poll_delay: float = 0.05,
     max_jobs: int = 1,
+    extra_ctx: dict[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
     """Run every queued job to completion and return ``[(job name, status)]`` in the
     order the jobs first started; status is ``complete``, ``failed``, or arq's state
@@ -222,7 +231,7 @@ async def drain(
         max_jobs=max_jobs,
         poll_delay=poll_delay,
         on_job_start=seen,
-        ctx=_ctx(services, redis, config, recover=False),
+        ctx=_ctx(services, redis, config, recover=False, extra=extra_ctx),
     )
     try:
         with contextlib.suppress(TimeoutError):
@@ -282,13 +291,18 @@ async def run_due_crons(
     try:
         cold = await cold_sessions(rt, now)
         requeue = await requeue_outbox(rt, now)
+        reminders = await reminder_sweep(services, queue) if queue is not None else 0
     finally:
         if queue is not None:
             await queue.close()
     from jobs.calendar_tasks import CALENDAR_SYNC
     from services.calendar import sync_due
 
-    runs = [CronRun(COLD_SESSIONS, asdict(cold)), CronRun(REQUEUE_OUTBOX, asdict(requeue))]
+    runs = [
+        CronRun(COLD_SESSIONS, asdict(cold)),
+        CronRun(REQUEUE_OUTBOX, asdict(requeue)),
+        CronRun(REMINDER_SWEEP, {"queued": reminders}),
+    ]
     if services.settings.flags().calendar:
         calendar = await sync_due(services.calendar)  # inline: idempotent, leased per user
         runs.append(CronRun(CALENDAR_SYNC, calendar.as_dict()))

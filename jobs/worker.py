@@ -24,6 +24,7 @@ from arq.connections import RedisSettings
 from integrations.redis.queue import COLD_SESSIONS, CONSOLIDATE, FORM_THREAD, REQUEUE_OUTBOX
 from jobs.admin.tasks import admin_functions
 from jobs.calendar_tasks import calendar_cron_jobs, calendar_functions
+from jobs.reminder_tasks import reminder_cron_jobs, reminder_functions
 from jobs.tasks import (
     cold_sessions_job,
     consolidate,
@@ -67,6 +68,7 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
         func(timed(CONSOLIDATE, consolidate), name=CONSOLIDATE, max_tries=5),
     ]
     registered += admin_functions(config)
+    registered += reminder_functions(config, with_sweep=crons_as_functions)
     if crons_as_functions:
         registered += calendar_functions(config)
         registered += [
@@ -103,6 +105,7 @@ def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
             timeout=config.cron_timeout,
         ),
         *calendar_cron_jobs(config),
+        *reminder_cron_jobs(config),
     ]
 
 

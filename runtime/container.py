@@ -35,6 +35,7 @@ from memory.formation import FormationService
 from memory.llm import LLM
 from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
+from memory.reminders import ReminderScheduler
 from memory.reply_ports import ErasureResidue
 from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
@@ -46,6 +47,7 @@ from runtime.bundle import Services
 from runtime.calendar import build_calendar
 from runtime.connections import open_mongo
 from runtime.metrics import ExportingSemanticMetrics, ProcessMetrics
+from runtime.reminders import build_reminders
 from runtime.settings import Mode, Settings
 from services.calendar import CalendarForReply
 from services.membership import Membership
@@ -198,9 +200,11 @@ def build_assistant(
     bot_username: str = "alfred",
     after_message: AfterMessage | None = None,
     residue: ErasureResidue | None = None,
+    reminder_scheduler: ReminderScheduler | None = None,
 ) -> Assistant:
     """The reply service, with the narrow bundle of ports it uses (``residue``: what a
-    forget cleans outside the stores, see :mod:`runtime.erasure`)."""
+    forget cleans outside the stores, see :mod:`runtime.erasure`; ``reminder_scheduler``:
+    the queue reminders are deferred on, or None to leave them to the sweep)."""
     operations = MemoryOperations(
         facts=services.facts,
         writer=services.writer,
@@ -229,6 +233,7 @@ def build_assistant(
         residue=residue,
         time_zones=services.time_zones,
         deliveries=MongoPendingDeliveries(services.mongo.db),
+        reminders=build_reminders(services, reminder_scheduler),
     )
     return Assistant(
         deps,

@@ -56,6 +56,9 @@ class Incoming:
     #: The text of Alfred's message this one is a Telegram reply to, if it is one: a
     #: reply to a question answers that question (within its time to live).
     reply_to_bot_text: str | None = None
+    #: The Telegram id of that message of Alfred's (a reply to a delivered reminder
+    #: snoozes that reminder).
+    reply_to_bot_message_id: int | None = None
 
     @property
     def is_group(self) -> bool:

@@ -29,8 +29,10 @@ def demo_script() -> list[str]:
 def _show(obj: dict[str, Any]) -> None:
     ((kind, value),) = obj.items()
     if kind == "reply":
+        to = value["to"] or "everyone"
+        buttons = "".join(f" [reverse] {escape(b)} [/]" for b in value.get("buttons", []))
         console.print(
-            f"    [bold green]Alfred[/] → {value['to']} ({value['in']}): {escape(value['text'])}"
+            f"    [bold green]Alfred[/] → {to} ({value['in']}): {escape(value['text'])}{buttons}"
         )
     elif kind == "reaction":
         console.print(
@@ -83,6 +85,11 @@ async def run_demo(settings: Settings, *, data_dir: Path | None = None) -> None:
                     console.print(f"  [dim]… the clock moves {value}[/]")
                 elif kind == "jobs":
                     console.print("  [dim]… background jobs run[/]")
+                elif kind == "press":
+                    console.print(
+                        f"  [bold]{value['as']}[/] in {value['in']} presses "
+                        f"[reverse] {escape(value['button'])} [/]"
+                    )
                 for obj in await replay.run_event(kind, value):
                     _show(obj)
             notes = await replay.services.notes.all_for_audit()

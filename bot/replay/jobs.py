@@ -9,6 +9,7 @@ queued job to completion with a burst arq worker.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -29,13 +30,15 @@ class ReplayJobs:
         self.redis = redis
         self.queue = JobQueue.from_url(redis.url, queue_name(services.settings))
         self.trigger = formation_trigger(services, self.queue)
+        #: Preset in each drain's worker context (the replay's reminder sender).
+        self.extra_ctx: dict[str, Any] = {}
 
     async def after_message(self, thread_id: str) -> None:
         await self.trigger.after_message(thread_id)
 
     async def drain(self, now: datetime) -> list[tuple[str, str]]:
         await run_due_crons(self.s, now, redis=self.redis)
-        return await drain(self.s, self.redis)
+        return await drain(self.s, self.redis, extra_ctx=self.extra_ctx)
 
     def redis_client(self) -> Redis:
         return self.redis.client

@@ -8,7 +8,7 @@ Reactions come first, then messages and documents in the order they were sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.telegram.offline_bot_api import OfflineBotAPI, SentDocument, SentMessage
@@ -28,12 +28,16 @@ def chat_ref(chat_id: int, users: Mapping[str, int], circles: Mapping[str, int])
 def take_sent(
     api: OfflineBotAPI,
     where: str,
-    sender: str,
+    sender: str | None,
     users: Mapping[str, int],
     circles: Mapping[str, int],
+    *,
+    to_of: Callable[[SentMessage], str | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[SentMessage]]:
     """The output lines for everything ``api`` recorded since the last call, and the
-    messages themselves (a later ``reply_to`` replies to the latest one of a chat)."""
+    messages themselves (a later ``reply_to`` replies to the latest one of a chat).
+    ``to_of`` names whom a group message is for when it answers nobody who just spoke
+    (a delivered reminder: its person, or None for the whole group)."""
     out: list[dict[str, Any]] = [
         {"reaction": {"in": where, "to": sender, "emoji": r.emoji}} for r in api.take_reactions()
     ]
@@ -41,8 +45,12 @@ def take_sent(
     sent: list[SentMessage | SentDocument] = [*messages, *api.take_documents()]
     sent.sort(key=lambda s: s.message_id)
     for item in sent:
-        ref = chat_ref(item.chat_id, users, circles) or where
-        to = ref.split(":", 1)[1] if ref.startswith("dm:") else sender
+        ref = chat_ref(item.chat_id, users, circles) or where or str(item.chat_id)
+        to: str | None = sender
+        if ref.startswith("dm:"):
+            to = ref.split(":", 1)[1]
+        elif to_of is not None and isinstance(item, SentMessage):
+            to = to_of(item)
         if isinstance(item, SentDocument):
             try:
                 text: str | None = item.content.decode("utf-8")
@@ -53,5 +61,8 @@ def take_sent(
                 doc["caption"] = item.caption
             out.append({"document": doc})
         else:
-            out.append({"reply": {"in": ref, "to": to, "text": item.text}})
+            reply: dict[str, Any] = {"in": ref, "to": to, "text": item.text}
+            if item.buttons:
+                reply["buttons"] = [label for label, _ in item.buttons]
+            out.append({"reply": reply})
     return out, messages

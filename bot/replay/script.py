@@ -16,7 +16,7 @@ DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 #: The range a script's clock may move in (Telegram dates are Unix times).
 MIN_CLOCK = datetime(1970, 1, 2, tzinfo=UTC)
 MAX_CLOCK = datetime(9000, 1, 1, tzinfo=UTC)
-LINE_KINDS = ("circle", "say", "clock", "jobs", "calendar", "probe", "dump")
+LINE_KINDS = ("circle", "say", "clock", "jobs", "calendar", "probe", "dump", "press")
 _DURATION = re.compile(r"^\+(\d+(?:\.\d+)?)([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -169,6 +169,13 @@ def _check(number: int, kind: str, value: Any) -> None:
         need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
     elif kind == "dump":
         need(value == "all", '"dump" must be "all"')
+    elif kind == "press":
+        need(
+            isinstance(value, dict)
+            and all(isinstance(value.get(k), str) for k in ("as", "in", "button")),
+            '"press" needs string "as", "in" and "button"',
+        )
+        need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
     elif kind == "calendar":
         need(
             isinstance(value, dict)

@@ -24,13 +24,14 @@ from redis.asyncio import Redis
 from telegram import Update
 
 from bot.replay.output import chat_ref, take_sent
+from bot.replay.reminders import ReplayReminders
 from bot.replay.script import (
     _DURATION,
     _UNITS,
     DEFAULT_START,
 )
 from bot.telegram.app import build_application
-from bot.telegram.offline_bot_api import OfflineBotAPI
+from bot.telegram.offline_bot_api import OfflineBotAPI, SentMessage
 from memory.clock import ManualClock
 from memory.errors import NotFound
 from memory.models import Thread, Viewer
@@ -115,6 +116,9 @@ class Replay:
             residue=residue,
         )
         self.app = build_application("7000000001:replay", self.assistant, request=self.api)
+        self.reminders = ReplayReminders(self.app.bot)
+        if jobs is not None and hasattr(jobs, "extra_ctx"):
+            jobs.extra_ctx.update(self.reminders.job_ctx())
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self.output: list[dict[str, Any]] = []
@@ -207,8 +211,17 @@ class Replay:
             self.api.started.add(chat["id"])  # they wrote to the bot: it may answer there
         await self._feed({"message": self._message(chat, self._user(sender), **fields)})
         out, sent_now = take_sent(self.api, where, sender, self.names.users, self.names.circles)
+        self._note_sent(sent_now, where)
+        return out
+
+    def _note_sent(self, sent_now: list[SentMessage], where: str) -> None:
+        """Remember the bot's latest message per chat (a later ``reply_to`` replies to it)
+        and the reminders delivered (their buttons can be pressed)."""
         for sent in sent_now:
+            self.reminders.seen(sent)
             ref = chat_ref(sent.chat_id, self.names.users, self.names.circles) or where
+            if not ref:
+                continue
             self._last_bot_message[sent.chat_id] = {
                 "message_id": sent.message_id,
                 "date": int(self.clock.now().timestamp()),
@@ -216,6 +229,20 @@ class Replay:
                 "from": self.api.bot_user(),
                 "text": sent.text,
             }
+
+    async def press(self, who: str, where: str, label: str) -> list[dict[str, Any]]:
+        """``who`` presses the inline button ``label`` on the latest bot message in
+        ``where`` that carries it (nothing happens when none does)."""
+        chat = self._chat(where)
+        sent = self.reminders.carrying(chat["id"], label)
+        if sent is None:
+            return []
+        date = int(self.clock.now().timestamp())
+        await self._feed(
+            self.reminders.callback(sent, label, self._user(who), chat, date, self.api.bot_user())
+        )
+        out, sent_now = take_sent(self.api, where, who, self.names.users, self.names.circles)
+        self._note_sent(sent_now, where)
         return out
 
     def advance(self, value: str) -> None:
@@ -229,9 +256,20 @@ class Replay:
     async def drain(self) -> list[dict[str, Any]]:
         if self.jobs is None:
             return []
-        return [
+        ran = [
             {"job": {"name": n, "status": s}} for n, s in await self.jobs.drain(self.clock.now())
         ]
+        # Reminders the jobs delivered: "to" is whom each was for (null: the whole group).
+        delivered, sent_now = take_sent(
+            self.api,
+            "",
+            None,
+            self.names.users,
+            self.names.circles,
+            to_of=lambda sent: self.names.user_name(self.reminders.to.get(sent.message_id)),
+        )
+        self._note_sent(sent_now, "")
+        return ran + delivered
 
     async def viewer(self, who: str, where: str) -> Viewer:
         d = self.services.directory
@@ -340,6 +378,8 @@ class Replay:
             return [await self.dump()]
         if kind == "calendar":
             return await self.calendar(value["user"], value["event"], value.get("from"))
+        if kind == "press":
+            return await self.press(value["as"], value["in"], value["button"])
         raise AssertionError(kind)
 
 

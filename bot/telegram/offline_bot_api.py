@@ -1,9 +1,9 @@
 """A Bot API that never leaves the process, for replay, the console and the demo.
 
 PTB talks to Telegram through a ``BaseRequest``; this one answers ``getMe`` as the bot
-``alfred`` and records ``sendMessage``, ``sendDocument`` (multipart) and
-``setMessageReaction`` calls instead of sending them, so the real application, handlers
-and rate limiter run with no network and no token.
+``alfred`` and records ``sendMessage`` (with its inline keyboard), ``sendDocument``
+(multipart), ``setMessageReaction`` and ``answerCallbackQuery`` calls instead of sending
+them, so the real application, handlers and rate limiter run with no network and no token.
 
 With ``started`` set (the replay sets it), a private chat accepts the bot's messages only
 once its user has written there, as on Telegram: before that a send is refused with 403
@@ -29,6 +29,8 @@ class SentMessage:
     text: str
     reply_to_message_id: int | None
     message_id: int
+    #: Inline keyboard buttons: (label, callback data), row after row.
+    buttons: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -61,6 +63,8 @@ class OfflineBotAPI(BaseRequest):
     documents: list[SentDocument] = field(default_factory=list)
     #: The private chats whose user has written to the bot (None: every chat accepts).
     started: set[int] | None = None
+    #: The texts of answered callback queries (button presses).
+    answered: list[str] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
     def __post_init__(self) -> None:
@@ -122,12 +126,21 @@ class OfflineBotAPI(BaseRequest):
             if isinstance(reply, str):
                 reply = json.loads(reply)
             reply_to = params.get("reply_to_message_id") or reply.get("message_id")
+            markup = params.get("reply_markup") or {}
+            if isinstance(markup, str):
+                markup = json.loads(markup)
+            buttons = [
+                (str(b.get("text", "")), str(b.get("callback_data", "")))
+                for row in markup.get("inline_keyboard", [])
+                for b in row
+            ]
             self.sent.append(
                 SentMessage(
                     chat_id=int(params["chat_id"]),
                     text=str(params.get("text", "")),
                     reply_to_message_id=int(reply_to) if reply_to else None,
                     message_id=message_id,
+                    buttons=buttons,
                 )
             )
             chat_id = int(params["chat_id"])
@@ -171,6 +184,9 @@ class OfflineBotAPI(BaseRequest):
                         emoji=str(kind.get("emoji", "")),
                     )
                 )
+            result = True
+        elif name == "answerCallbackQuery":
+            self.answered.append(str(params.get("text", "")))
             result = True
         elif name in ("getUpdates",):
             result = []

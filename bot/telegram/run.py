@@ -105,8 +105,13 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             lambda: background.redis.client if background.redis else None,
             services.mongo,
         )
+        from runtime.reminders import QueueScheduler
+
         assistant = build_assistant(
-            services, after_message=background.after_message, residue=residue
+            services,
+            after_message=background.after_message,
+            residue=residue,
+            reminder_scheduler=QueueScheduler(background.queue) if background.queue else None,
         )
         application = build_application(
             settings.telegram_bot_token.get_secret_value(),

@@ -111,6 +111,12 @@ def to_incoming(update: Update, bot_id: int, bot_username: str) -> Incoming | No
         kind=kind,
         topic_id=message.message_thread_id if message.is_topic_message else None,
         reply_to_bot_text=replied_bot_text(message, bot_id),
+        reply_to_bot_message_id=(
+            message.reply_to_message.message_id
+            if message.reply_to_message is not None
+            and replied_bot_text(message, bot_id) is not None
+            else None
+        ),
     )
 
 

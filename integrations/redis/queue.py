@@ -11,6 +11,7 @@ for the same request while one is queued, running, or its result is kept.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final, cast
 
 from arq.connections import ArqRedis
@@ -24,12 +25,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory.job_ports import JobState
+from memory.reminders import job_id as reminder_job_id
 
 #: arq function names: the queue stores these strings, so they are part of the format.
 FORM_THREAD: Final = "form_thread"
 CONSOLIDATE: Final = "consolidate"
 COLD_SESSIONS: Final = "cold_sessions"
 REQUEUE_OUTBOX: Final = "requeue_outbox"
+DELIVER_REMINDER: Final = "deliver_reminder"
+REMINDER_SWEEP: Final = "reminder_sweep"
 
 #: Redis failures that mean "down or slow": the duties retry them with back-off.
 TRANSIENT_ERRORS: Final = (RedisConnectionError, RedisTimeoutError, BusyLoadingError)
@@ -122,6 +126,22 @@ class JobQueue:
     async def enqueue(self, function: str, *args: object, job_id: str | None = None) -> bool:
         """Queue any registered job (admin jobs such as ``consolidate``)."""
         job = await self.pool.enqueue_job(function, *args, _job_id=job_id)
+        return job is not None
+
+    async def schedule_reminder(
+        self, reminder_id: str, occurrence: datetime, *, now: bool = False
+    ) -> bool:
+        """Queue ``deliver_reminder`` for one occurrence, deferred until it is due (``now``:
+        at once, the sweep's requeue); its id names the occurrence, so a second request is
+        refused while the first waits. A finished job of that id (the reminder is still
+        due: it failed) is replaced. True when a job was queued."""
+        job_id = reminder_job_id(reminder_id, occurrence)
+        args = (DELIVER_REMINDER, reminder_id, occurrence.isoformat())
+        defer = None if now else occurrence
+        job = await self.pool.enqueue_job(*args, _job_id=job_id, _defer_until=defer)
+        if job is None and await self.state(job_id) is JobState.COMPLETE:
+            await self.forget_result(job_id)
+            job = await self.pool.enqueue_job(*args, _job_id=job_id, _defer_until=defer)
         return job is not None
 
     async def state(self, job_id: str) -> JobState:

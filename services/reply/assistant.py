@@ -52,6 +52,7 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from memory.rules.intents.lists import detect_list_intent
+from memory.rules.intents.remind import SetReminder, detect_reminder
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, PrivateDelivery, Reaction, split_for_telegram
@@ -147,6 +148,8 @@ class Assistant:
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
+        elif isinstance(detect_reminder(inc.text), SetReminder):
+            stored_text = "[a reminder request]"  # a reminder is not a memory: never formed
         if inc.kind == "edited":  # an edit corrects what was learned; it is not answered
             members = await self._members(thread)
             if not await self.edits.apply(
@@ -224,6 +227,14 @@ class Assistant:
                 head = Outgoing(inc.chat_id, text, inc.message_id, first.meta if first else {})
                 turn.replies[:1] = [head]
         return await self._finish(inc, thread, viewer, turn)
+
+    async def press(self, inc: Incoming, message_id: int, button: str) -> str:
+        """A button under a delivered reminder (``done`` or ``snooze``), pressed by
+        ``inc.sender`` in ``inc.chat_id``: only someone who may see that reminder there."""
+        _, viewer = await self.membership.register(inc)
+        if self.d.reminders is None:
+            return "Reminders are not available here."
+        return await self.d.reminders.press(viewer, inc.chat_id, message_id, button)
 
     async def _answer_question(self, inc: Incoming, viewer: Viewer, speaker: Person) -> str | None:
         """The reply to an answer of Alfred's pending question, if this message is one."""
@@ -396,6 +407,13 @@ class Assistant:
         if isinstance(intent, TimeZoneIntent) and self.d.time_zones is not None:
             # A setting, not a memory: handled, so formation never files it as a fact.
             return say(await self.d.time_zones.answer(viewer, intent))
+        reminder = detect_reminder(inc.text) if self.d.reminders is not None else None
+        if reminder is not None and self.d.reminders is not None:
+            # A reminder is not a memory: handled here, so formation never reads it.
+            text = await self.d.reminders.handle(
+                viewer, inc.chat_id, reminder, inc.reply_to_bot_message_id
+            )
+            return say(text, journal_text="[about reminders]")
         if isinstance(intent, ForgetAllIntent):
             if intent.target == "us" and thread.kind is not ThreadKind.GROUP:
                 return say("Circle memories can only be erased from the circle's group.")

@@ -20,6 +20,7 @@ from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext
 from memory.retrieval import ScoredFact
 from memory.rules.partners import named_members
 from services.messages import Incoming
+from services.reminder_tools import ReminderToolbox
 from services.reply.deps import ReplyDeps
 from services.reply.lists import Lists, ListTools
 from services.reply.lookups import TurnLookups
@@ -173,13 +174,23 @@ class Conversation:
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
         lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
-        tools = [*([SEARCH_MEMORY] if reading else []), *calendar_specs, *lists.specs]
+        reminding = (
+            ReminderToolbox(d.reminders, viewer, inc.chat_id) if d.reminders is not None else None
+        )
+        tools = [
+            *([SEARCH_MEMORY] if reading else []),
+            *calendar_specs,
+            *lists.specs,
+            *(reminding.specs if reminding else []),
+        ]
 
         async def run_tool(call: ToolCall) -> str:
             if calendar_specs and calendar.handles(call.name):
                 return await calendar.run(call)
             if lists.handles(call.name):
                 return await lists.run(call)
+            if reminding is not None and reminding.handles(call.name):
+                return await reminding.run(call)
             if call.name != SEARCH_MEMORY.name or not reading:
                 return f"error: unknown tool {call.name}"
             return await self._search_tool(viewer, call, lookups)

@@ -15,6 +15,7 @@ from memory.ports import Clock
 from memory.reply_ports import CalendarAccess, ErasureResidue, PendingDeliveries, ReplyObserver
 from memory.retrieval import Retriever
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore
+from services.reminders import Reminders
 from services.timezones import TimeZones
 
 
@@ -46,3 +47,5 @@ class ReplyDeps:
     #: What waits for a person to open a chat with Alfred (None: nowhere to keep it, and
     #: a refused DM is answered with words instead of a start link).
     deliveries: PendingDeliveries | None = None
+    #: Reminders (not memories): set, listed and changed by rules on the reply path.
+    reminders: Reminders | None = None

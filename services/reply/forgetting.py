@@ -221,13 +221,16 @@ class Forgetting:
         counts = await d.operations.forget_everything(viewer.user_id)
         listed = await d.lists.forget_user(viewer.user_id)
         await d.calendar.forget_user(viewer.user_id)
+        # Reminders are not memories, but they are about the person: the ones they set
+        # and the ones set for them go too.
+        reminders = await d.reminders.forget_person(viewer.user_id) if d.reminders else 0
         await d.directory.delete_user(viewer.user_id)
         self.membership.forget_registrations()
         await self._residue(viewer.user_id, user.telegram_user_id if user else None, None)
         return (
             f"Done — I've erased everything about you ({counts.get('facts', 0)} memories, "
-            f"{counts.get('messages', 0)} messages{_lists_erased(listed)}). "
-            "If you write again, I'll start fresh."
+            f"{counts.get('messages', 0)} messages, {reminders} reminders"
+            f"{_lists_erased(listed)}). If you write again, I'll start fresh."
         )
 
 

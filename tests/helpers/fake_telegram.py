@@ -48,12 +48,13 @@ upgraded to a supergroup answers with ``migrate_to_chat_id``; a bot that was
 kicked/blocked gets 403; entity offsets are UTF-16 code units.
 
 What it serves is what Alfred calls (``getMe``, ``getUpdates``, ``deleteWebhook``,
-``setWebhook``, ``sendMessage``, ``sendDocument`` (a multipart upload),
-``setMessageReaction``); any other method is 404, like an unknown one on the real API.
-A user the fake knows (made by :meth:`FakeTelegram.user`, e.g. a group member) whose
-private chat was never opened (:meth:`FakeTelegram.private_chat`) cannot be written to:
-403 "bot can't initiate conversation with a user", as on Telegram.
-Alfred sends plain text only: a ``parse_mode`` or explicit
+``setWebhook``, ``sendMessage`` (with an inline keyboard: ``reply_markup``),
+``sendDocument`` (a multipart upload), ``setMessageReaction``, ``answerCallbackQuery``);
+any other method is 404, like an unknown one on the real API. A user the fake knows (made
+by :meth:`FakeTelegram.user`, e.g. a group member) whose private chat was never opened
+(:meth:`FakeTelegram.private_chat`) cannot be written to: 403 "bot can't initiate
+conversation with a user", as on Telegram. Alfred sends plain text only: a ``parse_mode``
+or explicit
 ``entities`` is refused with 400, so a change that starts sending formatted text fails
 loudly here instead of passing unchecked.
 
@@ -325,6 +326,8 @@ class FakeTelegram:
         self.sent_documents: list[JSON] = []
         #: ``setMessageReaction`` calls that succeeded: chat_id, message_id, emoji.
         self.reactions: list[JSON] = []
+        #: ``answerCallbackQuery`` calls (inline-button presses the bot answered).
+        self.answered_callbacks: list[JSON] = []
         self.webhook_deliveries: list[WebhookDelivery] = []
 
         # Server-side state.
@@ -1256,6 +1259,17 @@ class FakeTelegram:
         if reply_to is not None:
             msg["reply_to_message"] = reply_to
         _put_text(msg, text)
+        markup = params.get("reply_markup")
+        if isinstance(markup, str):
+            markup = json.loads(markup)
+        if markup is not None:
+            if not all(
+                isinstance(b, dict) and b.get("text") and len(str(b.get("callback_data", ""))) <= 64
+                for row in markup.get("inline_keyboard", [])
+                for b in row
+            ):
+                raise _bad_request("BUTTON_DATA_INVALID")
+            msg["reply_markup"] = markup
         self.messages[(chat_id, msg["message_id"])] = copy.deepcopy(msg)
         reply_params = params.get("reply_parameters")
         self.sent_messages.append(
@@ -1320,6 +1334,13 @@ class FakeTelegram:
             }
         )
         return msg
+
+    async def _api_answercallbackquery(self, params: JSON) -> bool:
+        """A button press answered (its spinner stops); the text is the toast shown."""
+        if not params.get("callback_query_id"):
+            raise _bad_request("query is too old or query ID is invalid")
+        self.answered_callbacks.append(dict(params))
+        return True
 
     async def _api_setmessagereaction(self, params: JSON) -> bool:
         """Bots may react with one emoji from Telegram's list, on a message the chat has."""

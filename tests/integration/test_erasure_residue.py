@@ -116,6 +116,8 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
             say("dana", "dm:dana", "my plumquartz dentist appointment moved to Thursday"),
             say("dana", "dm:dana", "the garden hose is leaking near the plumquartz tomatoes"),
             say("dana", "dm:dana", "I bought plumquartz walking boots for the October trip"),
+            say("dana", "dm:dana", "remind me to fetch the plumquartz parcel tomorrow at 9"),
+            say("eli", "group:fam", "@alfred remind Dana to return the plumquartz ladder Friday"),
             {"clock": "+20m"},
             {"jobs": "drain"},
             say("dana", "dm:dana", "what do you remember about me?"),
@@ -144,6 +146,7 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
         for collection in ("messages", "memory_facts", "memory_reflections"):
             assert f"replay_residue.{collection}" in formed, formed
         assert "replay_residue.memory_consolidated" in formed, "a summary quoted her"
+        assert "replay_residue.reminders" in formed, "her reminders, and one set for her"
         rewrites, _ = await _aof_rewrites(replay)
 
         out = await _feed(
@@ -166,7 +169,8 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
         eli_said = [
             m["text"] for m in (await replay.dump())["dump"]["messages"] if m["user_id"] == str(eli)
         ]
-        assert len(eli_said) == 2, eli_said
+        # (his reminder request for her is kept as his message, without its words)
+        assert len(eli_said) == 3 and "[a reminder request]" in eli_said, eli_said
     files = [p for p in data.rglob("*") if p.is_file()]
     assert any(p.name.startswith("appendonly.aof") for p in files), "the AOF is scanned"
     left = [

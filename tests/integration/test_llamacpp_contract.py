@@ -42,6 +42,7 @@ from memory.prompts.extract_facts import EXTRACT_FACTS
 from memory.prompts.reflect import REFLECT
 from memory.prompts.reply import SEARCH_MEMORY
 from services.calendar.tools import CREATE_EVENT, LIST_EVENTS
+from services.reminder_tools import SPECS as REMINDER_TOOLS
 from services.reply.lists import LIST_TOOLS
 from tests.helpers.llama_server import LlamaServer
 
@@ -321,7 +322,10 @@ async def test_the_server_accepts_every_tool_alfred_offers(llm: OpenAILLM) -> No
 
     with contextlib.suppress(LLMTruncated):  # one token may be cut-off text or nothing
         await llm.chat(
-            task, NoContext(), [SEARCH_MEMORY, LIST_EVENTS, CREATE_EVENT, *LIST_TOOLS], no_tools
+            task,
+            NoContext(),
+            [SEARCH_MEMORY, LIST_EVENTS, CREATE_EVENT, *LIST_TOOLS, *REMINDER_TOOLS],
+            no_tools,
         )
 
     assert llm.usage.calls == {"contract_schema": 1}

@@ -18,7 +18,8 @@ stores, deletes or rewrites memory the user never asked about:
 * **"remember that" + a demonstrative noun** ("remember that film we saw") is a
   reminiscence, not an instruction.
 * **Reminders are not memories.** "remember to buy milk" / "don't forget to call mom"
-  ask for a reminder, which this package does not handle.
+  are never stored as memories; "remind me to …" is read by :mod:`.remind`, apart from
+  :func:`detect_intent`.
 * **"actually" counts only sentence-initially** and in a statement: "what actually
   happened?" is not a correction. A bare "no, …" is not a correction either: it is far
   more often an answer to Alfred's question than a fix of memory.

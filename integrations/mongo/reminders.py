@@ -1,0 +1,106 @@
+"""Reminders in MongoDB: the record of truth the job queue is rebuilt from.
+
+One document per reminder (``_id`` its id) with the flat partition fields, so the
+privacy filter of :mod:`memory.privacy` applies to it unchanged. A delivery claims an
+occurrence with one conditional update (``scheduled`` → ``sending``, only for that
+``next_due``), so two jobs for the same occurrence never both send it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.constants import USERS
+from memory.reminders import Delivery, Reminder, ReminderState
+
+#: The collection (migration 0007 indexes it).
+REMINDERS: Final = "reminders"
+_ACTIVE = [ReminderState.SCHEDULED.value, ReminderState.SENDING.value, ReminderState.SENT.value]
+
+
+class MongoReminders:
+    """:class:`memory.reminders.ReminderStore` on MongoDB."""
+
+    def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
+        self.col = db[REMINDERS]
+        self.users = db[USERS]
+
+    async def insert(self, reminder: Reminder) -> None:
+        await self.col.insert_one(reminder.to_doc())
+
+    async def get(self, reminder_id: str) -> Reminder | None:
+        doc = await self.col.find_one({"_id": reminder_id})
+        return Reminder.from_doc(doc) if doc else None
+
+    async def visible(self, query: dict[str, Any]) -> list[Reminder]:
+        active = {"state": {"$in": _ACTIVE}}
+        cursor = self.col.find({"$and": [query, active]}).sort("next_due", 1)
+        return [Reminder.from_doc(d) async for d in cursor]
+
+    async def claim(
+        self, reminder_id: str, occurrence: datetime, now: datetime, stuck_before: datetime
+    ) -> Reminder | None:
+        doc = await self.col.find_one_and_update(
+            {
+                "_id": reminder_id,
+                "next_due": occurrence,
+                "$or": [
+                    {"state": ReminderState.SCHEDULED.value},
+                    # a delivery whose process died before it recorded the send
+                    {"state": ReminderState.SENDING.value, "sending_at": {"$lt": stuck_before}},
+                ],
+            },
+            {"$set": {"state": ReminderState.SENDING.value, "sending_at": now}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return Reminder.from_doc(doc) if doc else None
+
+    async def sent(self, reminder_id: str, delivery: Delivery, next_due: datetime | None) -> None:
+        update: dict[str, Any] = {
+            "$push": {"deliveries": delivery.model_dump()},
+            "$set": {"last_message_id": delivery.message_id, "sending_at": None},
+        }
+        if next_due is None:
+            update["$set"]["state"] = ReminderState.SENT.value
+        else:
+            update["$set"].update(state=ReminderState.SCHEDULED.value, next_due=next_due)
+        await self.col.update_one({"_id": reminder_id}, update)
+
+    async def reschedule(self, reminder_id: str, due: datetime) -> None:
+        await self.col.update_one(
+            {"_id": reminder_id},
+            {"$set": {"next_due": due, "state": ReminderState.SCHEDULED.value, "sending_at": None}},
+        )
+
+    async def set_state(self, reminder_id: str, state: ReminderState) -> None:
+        await self.col.update_one({"_id": reminder_id}, {"$set": {"state": state.value}})
+
+    async def due(self, now: datetime, stuck_before: datetime) -> list[Reminder]:
+        cursor = self.col.find(
+            {
+                "$or": [
+                    {"state": ReminderState.SCHEDULED.value, "next_due": {"$lte": now}},
+                    {"state": ReminderState.SENDING.value, "sending_at": {"$lt": stuck_before}},
+                ]
+            }
+        ).sort("next_due", 1)
+        return [Reminder.from_doc(d) async for d in cursor]
+
+    async def by_message(self, chat_id: int, message_id: int) -> Reminder | None:
+        doc = await self.col.find_one({"chat_id": chat_id, "deliveries.message_id": message_id})
+        return Reminder.from_doc(doc) if doc else None
+
+    async def delete_for(self, user_id: str) -> int:
+        result = await self.col.delete_many(
+            {"$or": [{"creator_id": user_id}, {"for_user_id": user_id}]}
+        )
+        return int(result.deleted_count)
+
+    async def zone_of(self, user_id: str) -> str | None:
+        doc = await self.users.find_one({"_id": user_id}, {"timezone": 1})
+        zone = (doc or {}).get("timezone")
+        return str(zone) if zone else None

@@ -1,0 +1,141 @@
+"""Reminders: what one is, and the ports that store, schedule and deliver them.
+
+A reminder is not a memory: it never becomes a fact, a note or a summary and never
+enters the chat model's context. It carries the same privacy partition as a memory
+(a DM's reminder is that person's, a group's is the circle's or one member's), so the
+one visibility rule (:mod:`memory.privacy`) decides where it can be listed or changed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from memory.models import Partition
+
+
+class ReminderState(StrEnum):
+    """``scheduled`` → ``sending`` (claimed by one delivery) → ``sent`` for a one-off, or
+    back to ``scheduled`` with its next occurrence for a repetition."""
+
+    SCHEDULED = "scheduled"
+    SENDING = "sending"
+    SENT = "sent"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    #: Telegram refused it for good (the bot was blocked or removed from the chat).
+    UNDELIVERABLE = "undeliverable"
+
+
+class Delivery(BaseModel):
+    occurrence: datetime
+    sent_at: datetime
+    message_id: int | None = None
+    late: bool = False
+
+
+class Reminder(BaseModel):
+    """One reminder, stored before it is scheduled."""
+
+    id: str
+    text: str
+    partition: Partition
+    creator_id: str
+    #: The person it is for (mentioned in a group), or None for "remind us".
+    for_user_id: str | None
+    thread_id: str
+    chat_id: int
+    #: The repetition (an rrule without DTSTART), counted from ``start``.
+    rule: str | None = None
+    start: datetime
+    zone: str | None = None
+    next_due: datetime
+    state: ReminderState = ReminderState.SCHEDULED
+    sending_at: datetime | None = None
+    deliveries: list[Delivery] = Field(default_factory=list)
+    #: Telegram message of the latest delivery (a reply or a button press names it).
+    last_message_id: int | None = None
+    created_at: datetime
+
+    def to_doc(self) -> dict[str, Any]:
+        data = self.model_dump(mode="python", exclude={"partition"})
+        data["_id"] = data.pop("id")
+        data.update(self.partition.as_fields())
+        return data
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Reminder:
+        data = dict(doc)
+        data["id"] = data.pop("_id")
+        data["partition"] = Partition.from_fields(data)
+        return cls.model_validate(data)
+
+
+class ReminderStore(Protocol):
+    """Where reminders live (MongoDB): the record of truth the queue is rebuilt from."""
+
+    async def insert(self, reminder: Reminder) -> None: ...
+
+    async def get(self, reminder_id: str) -> Reminder | None: ...
+
+    async def visible(self, query: dict[str, Any]) -> list[Reminder]:
+        """Active reminders matching ``query`` (a privacy-filtered query)."""
+        ...
+
+    async def claim(
+        self, reminder_id: str, occurrence: datetime, now: datetime, stuck_before: datetime
+    ) -> Reminder | None:
+        """Mark ``occurrence`` ``sending`` at ``now`` if it is still scheduled (or its
+        claim is older than ``stuck_before``); None if it is not."""
+        ...
+
+    async def sent(
+        self, reminder_id: str, delivery: Delivery, next_due: datetime | None
+    ) -> None: ...
+
+    async def reschedule(self, reminder_id: str, due: datetime) -> None: ...
+
+    async def set_state(self, reminder_id: str, state: ReminderState) -> None: ...
+
+    async def due(self, now: datetime, stuck_before: datetime) -> list[Reminder]:
+        """Scheduled reminders due by ``now``, and ``sending`` ones claimed before
+        ``stuck_before`` (their process died before recording the delivery)."""
+        ...
+
+    async def by_message(self, chat_id: int, message_id: int) -> Reminder | None: ...
+
+    async def delete_for(self, user_id: str) -> int:
+        """Delete the reminders ``user_id`` created and those for them; how many."""
+        ...
+
+    async def zone_of(self, user_id: str) -> str | None:
+        """The time zone stored for a person, if any."""
+        ...
+
+
+class ReminderScheduler(Protocol):
+    """The job queue's side: one deferred delivery job per occurrence, with an id that
+    makes queueing it twice a no-op."""
+
+    async def schedule(self, reminder_id: str, occurrence: datetime) -> None: ...
+
+
+class Undeliverable(Exception):
+    """The chat refuses the bot for good (blocked, removed, chat gone): retrying is useless."""
+
+
+class ReminderSender(Protocol):
+    """Telegram's side: send a reminder message with its buttons; the message id. Raises
+    :class:`Undeliverable` when the chat refuses the bot for good."""
+
+    async def send(
+        self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
+    ) -> int | None: ...
+
+
+def job_id(reminder_id: str, occurrence: datetime) -> str:
+    """The delivery job's id: one per occurrence, so a requeue is refused while it waits."""
+    return f"reminder:{reminder_id}:{int(occurrence.timestamp())}"

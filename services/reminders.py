@@ -1,0 +1,307 @@
+"""Reminders, the use cases: set, list, cancel, move, snooze, deliver and sweep.
+
+A reminder is written to MongoDB first and then scheduled on the job queue (one
+deferred job per occurrence, with an id that makes queueing it twice a no-op). The
+every-minute sweep queues anything due whose job was lost (a dead Redis, a restart,
+a killed worker), so those delay a reminder by at most a minute. A delivery is recorded
+``sending`` before the message goes out and ``sent`` after: only a process that dies
+between Telegram's answer and that record can send one twice.
+
+Everything a person can see or change goes through the privacy rule
+(:func:`memory.privacy.and_visible` in the query, :func:`memory.privacy.is_visible`
+again on each result): a DM's reminders in that DM, the group's in the group.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memory.ids import new_id
+from memory.models import Partition, ThreadKind, Viewer
+from memory.ports import Clock
+from memory.privacy import and_visible, is_visible
+from memory.reminders import (
+    Delivery,
+    Reminder,
+    ReminderScheduler,
+    ReminderSender,
+    ReminderState,
+    ReminderStore,
+    Undeliverable,
+)
+from memory.rules.intents.remind import (
+    CancelReminder,
+    ListReminders,
+    MoveReminder,
+    ReminderIntent,
+    SetReminder,
+    Snooze,
+)
+from memory.stores import DirectoryStore
+from services.reminder_time import next_occurrence, parse_when, spoken, spoken_rule, zone_for
+
+log = logging.getLogger(__name__)
+
+#: More than this past due when sent, a reminder says "(late)".
+LATE_AFTER = timedelta(minutes=1)
+#: A delivery claimed this long ago and never recorded is taken to have died.
+STUCK_AFTER = timedelta(minutes=2)
+NOT_UNDERSTOOD = (
+    'I couldn\'t tell when to remind you. Try e.g. "remind me to call the vet tomorrow at 9".'
+)
+
+
+class NoScheduler:
+    """No queue (a bare test world, a replay on a simulated clock): the sweep delivers."""
+
+    async def schedule(self, reminder_id: str, occurrence: datetime) -> None:
+        return None
+
+
+@dataclass
+class SweepReport:
+    queued: int = 0
+
+
+class Reminders:
+    """The reminder use cases, on ports only."""
+
+    def __init__(
+        self,
+        store: ReminderStore,
+        directory: DirectoryStore,
+        clock: Clock,
+        scheduler: ReminderScheduler | None = None,
+    ) -> None:
+        self.store = store
+        self.directory = directory
+        self.clock = clock
+        self.scheduler: ReminderScheduler = scheduler or NoScheduler()
+
+    def _now(self) -> datetime:
+        return self.clock.now()
+
+    # --- a message's request -----------------------------------------------------------
+
+    async def handle(
+        self,
+        viewer: Viewer,
+        chat_id: int,
+        intent: ReminderIntent,
+        reply_to_message_id: int | None = None,
+    ) -> str:
+        """Alfred's answer to one reminder request."""
+        if isinstance(intent, SetReminder):
+            return await self.create(viewer, chat_id, intent)
+        if isinstance(intent, ListReminders):
+            return await self.listing(viewer)
+        if isinstance(intent, CancelReminder):
+            return await self.cancel(viewer, intent.about)
+        if isinstance(intent, MoveReminder):
+            return await self.move(viewer, intent.about, intent.when)
+        if isinstance(intent, Snooze):
+            return await self.snooze(viewer, chat_id, reply_to_message_id, intent.minutes)
+        raise TypeError(intent)
+
+    async def create(self, viewer: Viewer, chat_id: int, intent: SetReminder) -> str:
+        thread, now = viewer.thread, self._now()
+        if not intent.when:
+            whom = {"me": "you", "us": "everyone"}.get(intent.who, intent.who.capitalize())
+            return (
+                f"When should I remind {whom} to {intent.task}? Say e.g. "
+                f'"remind me to {intent.task} tomorrow at 9".'
+            )
+        for_user: str | None = viewer.user_id
+        if intent.who == "us":
+            if thread.kind is not ThreadKind.GROUP:
+                return "I can remind everyone only in the group. Here I can remind you."
+            for_user, partition = None, Partition.circle(thread.group_circle_id)
+        elif intent.who != "me":
+            if thread.kind is not ThreadKind.GROUP:
+                return "I can remind someone else only in your group, where they can see it."
+            members = await self.directory.members(thread.group_circle_id)
+            named = [
+                u
+                for u in members
+                if intent.who in {u.name.lower(), (u.username or "").lower()}
+                or u.name.lower().split()[0] == intent.who
+            ]
+            if not named:
+                return f"I don't know {intent.who.capitalize()} in this group."
+            for_user = named[0].id
+            partition = Partition.member(thread.group_circle_id, for_user)
+        else:
+            partition = thread.partition_for(viewer.user_id)
+        zone_name = await self.store.zone_of(for_user or viewer.user_id)
+        zone = zone_for(zone_name)
+        when = parse_when(intent.when, now, zone)
+        if when is None or when.due <= now - LATE_AFTER:
+            return NOT_UNDERSTOOD
+        reminder = Reminder(
+            id=new_id(),
+            text=intent.task,
+            partition=partition,
+            creator_id=viewer.user_id,
+            for_user_id=for_user,
+            thread_id=thread.id,
+            chat_id=chat_id,
+            rule=when.rule,
+            start=when.due,
+            zone=zone_name,
+            next_due=when.due,
+            created_at=now,
+        )
+        await self.store.insert(reminder)  # the record first: the queue can be rebuilt
+        await self._schedule(reminder.id, reminder.next_due)
+        whom = await self._whom(viewer, for_user)
+        if when.rule:
+            first = spoken(when.due, zone, now)
+            said = f"{spoken_rule(when.rule, when.due, zone)} (first {first})"
+        else:
+            said = spoken(when.due, zone, now)
+        return f"I'll remind {whom} {said}: {intent.task}."
+
+    async def _whom(self, viewer: Viewer, for_user: str | None) -> str:
+        if for_user is None:
+            return "everyone here"
+        if for_user == viewer.user_id:
+            return "you"
+        user = await self.directory.user(for_user)
+        return user.name if user else "them"
+
+    async def _schedule(self, reminder_id: str, due: datetime) -> None:
+        try:
+            await self.scheduler.schedule(reminder_id, due)
+        except Exception as exc:  # the sweep queues it within a minute
+            log.warning("reminder %s not queued (the sweep will): %r", reminder_id, exc)
+
+    async def _visible(self, viewer: Viewer) -> list[Reminder]:
+        found = await self.store.visible(and_visible(viewer))
+        return [r for r in found if is_visible(r.partition, viewer)]
+
+    async def _describe(self, r: Reminder) -> str:
+        zone = zone_for(r.zone)
+        if r.state is not ReminderState.SCHEDULED:
+            when = "delivered"
+        elif r.rule:
+            rule = spoken_rule(r.rule, r.next_due, zone)
+            when = f"{rule}, next {spoken(r.next_due, zone, self._now())}"
+        else:
+            when = spoken(r.next_due, zone, self._now())
+        return f"{r.text} — {when}"
+
+    async def listing(self, viewer: Viewer) -> str:
+        mine = [r for r in await self._visible(viewer) if r.state is ReminderState.SCHEDULED]
+        if not mine:
+            return "There are no reminders set here."
+        lines = [f"{i}. {await self._describe(r)}" for i, r in enumerate(mine, 1)]
+        return "Reminders here:\n" + "\n".join(lines)
+
+    async def _find(self, viewer: Viewer, about: str) -> list[Reminder]:
+        words = [w for w in re.findall(r"\w+", about.lower()) if w not in {"the", "my", "our", "a"}]
+        found = []
+        for r in await self._visible(viewer):
+            text = r.text.lower()
+            if words and all(re.search(rf"\b{re.escape(w)}", text) for w in words):
+                found.append(r)
+        return found
+
+    async def cancel(self, viewer: Viewer, about: str) -> str:
+        found = await self._find(viewer, about)
+        if not found:
+            return f'I found no reminder about "{about}" here.'
+        for r in found:
+            await self.store.set_state(r.id, ReminderState.CANCELLED)
+        names = "; ".join(r.text for r in found)
+        return f"Cancelled: {names}."
+
+    async def move(self, viewer: Viewer, about: str, when_text: str) -> str:
+        found = [r for r in await self._find(viewer, about) if r.rule is None]
+        if len(found) != 1:
+            return f'I found no single one-off reminder about "{about}" here.'
+        r, now = found[0], self._now()
+        zone = zone_for(r.zone)
+        phrase = (
+            f"at {when_text}" if re.fullmatch(r"\d{1,2}(:\d\d)?", when_text.strip()) else when_text
+        )
+        when = parse_when(phrase, now, zone)
+        if when is None or when.rule:
+            return NOT_UNDERSTOOD
+        if re.fullmatch(r"at \d{1,2}(:\d\d)?", phrase) and r.next_due > now:
+            # "move it to 10": the same day as before, at 10
+            local = r.next_due.astimezone(zone)
+            moved = when.due.astimezone(zone)
+            candidate = local.replace(hour=moved.hour, minute=moved.minute)
+            if candidate.astimezone(now.tzinfo) > now:
+                when = type(when)(candidate.astimezone(now.tzinfo))
+        await self.store.reschedule(r.id, when.due)
+        await self._schedule(r.id, when.due)
+        return f"Moved: {r.text}, now {spoken(when.due, zone, now)}."
+
+    async def snooze(
+        self, viewer: Viewer, chat_id: int, message_id: int | None, minutes: int
+    ) -> str:
+        r = await self.store.by_message(chat_id, message_id) if message_id else None
+        if r is None or not is_visible(r.partition, viewer):
+            return "Reply to one of my reminders to snooze it."
+        due = self._now() + timedelta(minutes=minutes)
+        await self.store.reschedule(r.id, due)
+        await self._schedule(r.id, due)
+        return f"Snoozed for {minutes} minutes: {r.text}."
+
+    async def press(self, viewer: Viewer, chat_id: int, message_id: int, button: str) -> str:
+        """A button under a delivered reminder: ``done`` or ``snooze``."""
+        if button == "snooze":
+            return await self.snooze(viewer, chat_id, message_id, 10)
+        r = await self.store.by_message(chat_id, message_id)
+        if r is None or not is_visible(r.partition, viewer):
+            return "That reminder is not here any more."
+        if r.rule is None:
+            await self.store.set_state(r.id, ReminderState.DONE)
+        return f"Done: {r.text}."
+
+    # --- the job queue's side ----------------------------------------------------------
+
+    async def deliver(self, reminder_id: str, occurrence: datetime, sender: ReminderSender) -> bool:
+        """Send one occurrence unless another delivery has it; then schedule the next."""
+        now = self._now()
+        r = await self.store.claim(reminder_id, occurrence, now, now - STUCK_AFTER)
+        if r is None:  # delivered, cancelled, moved, or being sent right now
+            return False
+        late = now - occurrence > LATE_AFTER
+        text = await self._delivery_text(r, late)
+        try:
+            message_id = await sender.send(
+                r.chat_id, text, reminder_id=r.id, to_user_id=r.for_user_id
+            )
+        except Undeliverable as exc:
+            log.warning("reminder %s cannot be delivered: %s", r.id, type(exc).__name__)
+            await self.store.set_state(r.id, ReminderState.UNDELIVERABLE)
+            return False
+        next_due = None
+        if r.rule:
+            next_due = next_occurrence(r.rule, zone_for(r.zone), r.start, now)
+        delivery = Delivery(occurrence=occurrence, sent_at=now, message_id=message_id, late=late)
+        await self.store.sent(r.id, delivery, next_due)
+        if next_due is not None:
+            await self._schedule(r.id, next_due)
+        return True
+
+    async def _delivery_text(self, r: Reminder, late: bool) -> str:
+        head = "⏰ (late) Reminder" if late else "⏰ Reminder"
+        if r.partition.circle_id is not None and r.for_user_id is not None:
+            user = await self.directory.user(r.for_user_id)
+            mention = f"@{user.username}" if user and user.username else (user.name if user else "")
+            return f"{mention} {head}: {r.text}".strip()
+        return f"{head}: {r.text}"
+
+    async def due(self) -> list[tuple[str, datetime]]:
+        """What the sweep must see delivered: (id, occurrence) of each due reminder."""
+        now = self._now()
+        return [(r.id, r.next_due) for r in await self.store.due(now, now - STUCK_AFTER)]
+
+    async def forget_person(self, user_id: str) -> int:
+        return await self.store.delete_for(user_id)

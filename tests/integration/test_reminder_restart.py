@@ -1,0 +1,102 @@
+"""A reminder survives a restart of the bot and its worker between being set and being due,
+and is delivered once: the real bot (``run_bot``, its in-process arq worker included)
+against the local fake Bot API, stopped after the confirmation and started again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+
+import pytest
+from pydantic import SecretStr
+
+from bot.telegram.run import run_bot
+from runtime.settings import Settings
+from tests.conftest import make_settings
+from tests.helpers.fake_telegram import FakeTelegram
+
+START_TIMEOUT = 90.0  # the first start may load the local embedding model
+STOP_TIMEOUT = 60.0
+
+
+async def _stop(stop: asyncio.Event, task: asyncio.Task[None]) -> None:
+    stop.set()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(task, STOP_TIMEOUT)
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_reminder_set_before_a_restart_is_delivered_once_after_it(
+    settings: Settings,
+) -> None:
+    async with FakeTelegram(bot_username="alfred") as tg:
+        world = make_settings(
+            settings.alfred_data_dir,
+            mongodb_database=f"restart_{uuid.uuid4().hex[:10]}",
+            telegram_bot_token=SecretStr(tg.token),
+            telegram_api_base_url=tg.base_url,
+        )
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+
+        def texts() -> list[str]:
+            return [str(m["text"]) for m in tg.sent_messages if m["chat_id"] == dm["id"]]
+
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_bot(world, stop=stop), name="alfred-before")
+        try:
+            tg.push_text(dm, ann, "remind me in 25 seconds to stir the soup")
+            await tg.wait_until(
+                lambda: task.done() or any("I'll remind you" in t for t in texts()),
+                timeout=START_TIMEOUT,
+                what="the confirmation",
+            )
+            if task.done():
+                pytest.fail(f"run_bot ended: {task.exception()!r}")
+        finally:
+            await _stop(stop, task)
+        assert not [t for t in texts() if "⏰" in t], "stopped before it was due"
+
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_bot(world, stop=stop), name="alfred-after")
+        try:
+            await tg.wait_until(
+                lambda: task.done() or any("⏰" in t for t in texts()),
+                timeout=START_TIMEOUT + 30,
+                what="the reminder",
+            )
+            if task.done():
+                pytest.fail(f"run_bot ended: {task.exception()!r}")
+            sent = next(m for m in tg.sent_messages if "⏰" in str(m["text"]))
+            keyboard = sent["message"]["reply_markup"]["inline_keyboard"]
+            assert [b["text"] for b in keyboard[0]] == ["Done", "Snooze 10 min"]
+            # Ann presses "Snooze 10 min": a callback query, as Telegram sends it
+            tg.push_update(
+                {
+                    "callback_query": {
+                        "id": "press-1",
+                        "from": ann,
+                        "chat_instance": str(dm["id"]),
+                        "data": keyboard[0][1]["callback_data"],
+                        "message": sent["message"],
+                    }
+                }
+            )
+            await tg.wait_until(
+                lambda: any(t.startswith("Snoozed") for t in texts()), timeout=30, what="snooze"
+            )
+            # one more sweep of the running worker may pass; it must not send it again
+            tg.push_text(dm, ann, "what are my reminders?")
+            await tg.wait_until(
+                lambda: any("Reminders here" in t for t in texts()), timeout=30, what="the list"
+            )
+        finally:
+            await _stop(stop, task)
+        assert [t for t in texts() if "⏰" in t] == ["⏰ Reminder: stir the soup"]
+        assert "Snoozed for 10 minutes: stir the soup." in texts()
+        assert [c["callback_query_id"] for c in tg.answered_callbacks] == ["press-1"]
+        assert "stir the soup — today" in texts()[-1], texts()[-1]
