@@ -19,7 +19,9 @@ from services.reminders import Reminders
 def build_reminders(services: Services, scheduler: ReminderScheduler | None = None) -> Reminders:
     """The reminder use cases on this deployment's database (and ``scheduler``)."""
     store = MongoReminders(services.mongo.db)
-    return Reminders(store, services.directory, services.clock, scheduler)
+    return Reminders(
+        store, services.directory, services.clock, scheduler, time_zones=services.time_zones
+    )
 
 
 class QueueScheduler:

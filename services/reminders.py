@@ -42,6 +42,7 @@ from memory.rules.intents.remind import (
 )
 from memory.stores import DirectoryStore
 from services.reminder_time import next_occurrence, parse_when, spoken, spoken_rule, zone_for
+from services.timezones import TimeZones
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +76,15 @@ class Reminders:
         directory: DirectoryStore,
         clock: Clock,
         scheduler: ReminderScheduler | None = None,
+        time_zones: TimeZones | None = None,
     ) -> None:
         self.store = store
         self.directory = directory
         self.clock = clock
         self.scheduler: ReminderScheduler = scheduler or NoScheduler()
+        #: The person's own zone, else their calendar's, else the circle's, else UTC
+        #: (None: only the zone stored on the user record, else UTC).
+        self.time_zones = time_zones
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -135,7 +140,18 @@ class Reminders:
             partition = Partition.member(thread.group_circle_id, for_user)
         else:
             partition = thread.partition_for(viewer.user_id)
-        zone_name = await self.store.zone_of(for_user or viewer.user_id)
+        note: str | None = None
+        if self.time_zones is not None:
+            if for_user is None or for_user == viewer.user_id:
+                resolved = await self.time_zones.zone_for(viewer)
+                note = await self.time_zones.fallback_note(viewer, resolved)
+            else:
+                resolved = await self.time_zones.zone_of(
+                    for_user, group_circle_id=thread.group_circle_id
+                )
+            zone_name: str | None = resolved.name
+        else:
+            zone_name = await self.store.zone_of(for_user or viewer.user_id)
         zone = zone_for(zone_name)
         when = parse_when(intent.when, now, zone)
         if when is None or when.due <= now - LATE_AFTER:
@@ -162,7 +178,8 @@ class Reminders:
             said = f"{spoken_rule(when.rule, when.due, zone)} (first {first})"
         else:
             said = spoken(when.due, zone, now)
-        return f"I'll remind {whom} {said}: {intent.task}."
+        confirmed = f"I'll remind {whom} {said}: {intent.task}."
+        return f"{confirmed} {note}" if note else confirmed
 
     async def _whom(self, viewer: Viewer, for_user: str | None) -> str:
         if for_user is None:
