@@ -15,6 +15,9 @@ REPLAY_MD = Path(__file__).resolve().parents[2] / "docs" / "replay.md"
 FAM = {"circle": "fam", "members": ["dana", "eli"]}
 DRAIN = {"jobs": "drain"}
 
+#: Said once per person, the first time a time is stated on the UTC fallback.
+UTC_NOTE = ' (times in UTC — tell me "my time zone is …" to change it)'
+
 
 def at(when: str) -> dict[str, Any]:
     return {"clock": when}
@@ -59,7 +62,9 @@ async def test_a_dm_reminder_is_confirmed_and_delivered_on_time_in_that_dm_only(
     assert said[0] == {
         "in": "dm:dana",
         "to": "dana",
-        "text": "I'll remind you tomorrow, Tuesday 6 January, at 08:30: renew the parking permit.",
+        # the first time stated on a guessed zone says so, once
+        "text": "I'll remind you tomorrow, Tuesday 6 January, at 08:30: renew the parking permit."
+        + UTC_NOTE,
     }
     delivered = reminders_in(out)
     assert delivered == [
@@ -98,7 +103,7 @@ async def test_group_reminders_mention_the_person_or_go_to_everyone(
     said = [r["text"] for r in replies(out)]
     assert said[0] == (
         "I'll remind everyone here every Wednesday at 18:00 (first on Wednesday 7 January at "
-        "18:00): water the garden."
+        "18:00): water the garden." + UTC_NOTE
     )
     assert said[1] == "I'll remind Eli today, Monday 5 January, at 12:00: collect the parcel."
     assert said[2] == "I don't know Zoe in this group."
@@ -266,7 +271,7 @@ async def test_the_reminder_example_of_docs_replay_md(settings: Settings, tmp_pa
         (
             "dm:alice",
             "alice",
-            "I'll remind you tomorrow, Tuesday 6 January, at 09:00: call the vet.",
+            "I'll remind you tomorrow, Tuesday 6 January, at 09:00: call the vet." + UTC_NOTE,
         ),
         ("dm:alice", "alice", "⏰ Reminder: call the vet"),
         ("dm:alice", "alice", "Snoozed for 10 minutes: call the vet."),
