@@ -142,7 +142,7 @@ class RetrievalConfig:
     #: few candidates there are (a lone unrelated memory is not an answer). On LoCoMo it
     #: costs nothing (recall@10 0.692 on conversation 0 with and without it). 0 turns it
     #: off.
-    min_relevance: float = 0.25
+    min_relevance: float = 0.2
 
 
 class Retriever:

@@ -18,7 +18,8 @@ from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
-from memory.rules.partners import named_members
+from memory.rules.addressing import strip_addressing
+from memory.rules.partners import mentions_plan, named_members
 from services.messages import Incoming
 from services.reminder_tools import ReminderToolbox
 from services.reply.deps import ReplyDeps
@@ -92,6 +93,9 @@ class Conversation:
             return MemoryContext()
         keep = None if flags.cross_partner else (lambda owner: flags.shows_owner(owner, viewer))
         always = await self.d.always.block(viewer, session_id, name_of, keep=keep)
+        # "@alfred" or "Alfred," addresses the bot: it is not part of what is asked, and
+        # counting it would make every memory look a little less related.
+        text = strip_addressing(text) or text
         about = await self._about(viewer, text, lookups)
         if bypass_heuristic:
             result = await self.d.retriever.search(
@@ -136,6 +140,10 @@ class Conversation:
         if thread.kind is not ThreadKind.GROUP or thread.circle_id is None:
             return {}
         if not self.d.flags().cross_partner:
+            return {}
+        if not mentions_plan(text):
+            # Only a plan (a meal, a gift, a trip) asks for what a partner shared; a name
+            # alone ("Dana asked where the keys are") must not pull up her other memories.
             return {}
         people = await self.people(thread, viewer, lookups)
         return {p.id: p.name for p in named_members(text, people, viewer.user_id)}

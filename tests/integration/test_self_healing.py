@@ -287,4 +287,5 @@ async def test_explicit_memory_with_a_hung_model_is_stored_as_said(bot_env: Any)
         )
         assert reply["text"] == GOT_IT
         stored = await bot.db[FACTS].find({"content": {"$regex": "passport"}}).to_list()
-        assert [f["content"] for f in stored] == ["Cy: my passport is in the red folder"]
+        # stored as said (in the third person, by rule), not lost to the hung model
+        assert [f["content"] for f in stored] == ["Cy's passport is in the red folder"]
