@@ -65,6 +65,11 @@ KIND_NAMES: Final = {
 }
 
 
+#: What Alfred journals instead of words it must not keep ("[a request to forget
+#: something]"): nobody's words, and the record that a request was made.
+PLACEHOLDER = re.compile(r"\[[^\[\]]{1,80}\]")
+
+
 def mentions(
     needle: str, text: str, *, min_terms: int = 1, coverage: float = NEEDLE_COVERAGE
 ) -> bool:
@@ -76,7 +81,9 @@ def mentions(
     if len(terms) < min_terms:
         return False
     literal = needle.strip().casefold()
-    if len(literal) >= MIN_LITERAL and literal in text.casefold():
+    if len(literal) >= MIN_LITERAL and re.search(
+        rf"(?<!\w){re.escape(literal)}(?!\w)", text.casefold()
+    ):  # whole words: "forget … art" is not said by every message with "part" in it
         return True
     if not terms:
         return False
@@ -221,7 +228,7 @@ class Scrubber:
         counts["clarifications"] = await self.clarifications(questions, about, fact_ids)
         says_it = saying(needles, coverage=MESSAGE_COVERAGE)
         counts["messages"] = await self.journal.delete_by_ids(
-            [m.id for m in said if says_it(m.text)]
+            [m.id for m in said if says_it(m.text) and not PLACEHOLDER.fullmatch(m.text.strip())]
         )
         return counts
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from pymongo.errors import DuplicateKeyError
 
 from integrations.mongo.codec import message_from_doc, message_to_doc
 from memory.constants import MESSAGES
+from memory.erasure import PLACEHOLDER
 from memory.models import Message, Role, Viewer
 from memory.privacy import and_visible
 
@@ -166,10 +168,20 @@ class MongoJournal:
     async def delete_containing(self, user_id: str, needles: Sequence[str]) -> int:
         """Hard-delete a user's messages, and Alfred's replies to them, that mention any of
         ``needles`` (forget cascade)."""
+        # Whole words only ("forget that art" must not take every message saying "part"),
+        # and never Alfred's own placeholders ("[a request to forget something]"), which
+        # hold no one's words: deleting one would lose the record that a request was made.
+        patterns = [
+            re.compile(rf"(?<!\w){re.escape(n.strip())}(?!\w)", re.IGNORECASE)
+            for n in needles
+            if n and n.strip()
+        ]
         deleted = 0
         async for doc in self._messages.find(_of_user(user_id), {"text": 1}):
-            text = str(doc.get("text", "")).casefold()
-            if any(n.casefold() in text for n in needles if n):
+            text = str(doc.get("text", ""))
+            if PLACEHOLDER.fullmatch(text.strip()):
+                continue
+            if any(p.search(text) for p in patterns):
                 await self._messages.delete_one({"_id": doc["_id"]})
                 deleted += 1
         return deleted

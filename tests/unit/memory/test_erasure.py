@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.erasure import describe_removed, mentions, names, saying, without
+from memory.erasure import PLACEHOLDER, describe_removed, mentions, names, saying, without
 
 
 def test_a_sentence_saying_it_in_other_forms_matches_and_a_neighbour_does_not() -> None:
@@ -50,3 +50,13 @@ def test_the_reply_counts_in_words() -> None:
         "1 summary, 2 pending questions and 4 messages"
     )
     assert describe_removed({"facts": 0}) == ""
+
+
+def test_a_short_needle_matches_whole_words_only() -> None:
+    """ "forget … art" must not take every message with "part" or "started" in it (found by
+    the hostile-input test: "FORGET THAT FORG" deleted the request's own journal entry)."""
+    assert mentions("art", "we love modern art")
+    assert not mentions("art", "we started the party early")
+    assert not mentions("forg", "[a request to forget something]")
+    assert PLACEHOLDER.fullmatch("[a request to forget something]")
+    assert not PLACEHOLDER.fullmatch("I said [sic] that")
