@@ -111,10 +111,6 @@ class ReminderStore(Protocol):
         """Delete the reminders ``user_id`` created and those for them; how many."""
         ...
 
-    async def zone_of(self, user_id: str) -> str | None:
-        """The time zone stored for a person, if any."""
-        ...
-
 
 class ReminderScheduler(Protocol):
     """The job queue's side: one deferred delivery job per occurrence, with an id that

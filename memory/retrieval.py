@@ -375,6 +375,14 @@ class Retriever:
         result.legs.setdefault(name, f"ok ({len(hits)})")
         return hits
 
+    def _leg_weight(self, name: str) -> float:
+        """A leg's weight, the same in the ranking's fusion and in absolute relevance."""
+        if name == "dense":
+            return self.config.fusion.dense_weight
+        if name == "keyword":
+            return self.config.fusion.keyword_weight
+        return self.config.extra_weight
+
     def _fuse(self, scores: Mapping[str, dict[str, float]]) -> dict[str, float]:
         dense = scores.get("dense", {})
         keyword = scores.get("keyword", {})
@@ -382,11 +390,9 @@ class Retriever:
         if not extras:
             return fuse(dense, keyword, self.config.fusion)
         legs = [dense, keyword, *extras]
-        weights = [
-            self.config.fusion.dense_weight,
-            self.config.fusion.keyword_weight,
-            *[self.config.extra_weight] * len(extras),
-        ]
+        weights = [self._leg_weight(n) for n in ("dense", "keyword")] + [
+            self.config.extra_weight
+        ] * len(extras)
         if self.config.fusion.method is FusionMethod.RRF:
             return rrf_fusion(legs, k=self.config.fusion.rrf_k, weights=weights)
         return weighted_fusion(legs, weights)
@@ -430,14 +436,7 @@ class Retriever:
                 coverage[i] = len(wanted & terms) / len(wanted)
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)
-        weights = [
-            self.config.fusion.dense_weight
-            if name == "dense"
-            else self.config.fusion.keyword_weight
-            if name == "keyword"
-            else self.config.extra_weight
-            for name in names
-        ]
+        weights = [self._leg_weight(name) for name in names]
         if sum(weights) <= 0:
             return {}, {}
         legs = [scores[n] for n in names]

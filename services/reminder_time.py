@@ -6,9 +6,8 @@ module only maps a few English phrases onto them ("every Thursday", "every other
 Tuesday 6 January, at 09:00"). It is called only after a reminder rule matched, so the
 reply path pays nothing for it otherwise.
 
-:func:`zone_for` is the one place that decides a person's time zone: the zone stored
-on their record, else UTC (time zones per person are wired in separately; replace this
-function, nothing else).
+:func:`zone_for` turns the zone name :mod:`services.timezones` resolved for a person
+(own, calendar's, circle's, else UTC) into a ``tzinfo``.
 """
 
 from __future__ import annotations
@@ -16,10 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dateparser
 from dateutil.rrule import rrulestr
+
+from memory.calendar_events import zone_named
 
 #: The hour a reminder with a day but no time is set for ("on Saturday").
 DEFAULT_HOUR = 9
@@ -46,13 +46,8 @@ _TIME = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*(am|pm)?\b", re.I)
 
 
 def zone_for(stored: str | None) -> tzinfo:
-    """The time zone of a person: the one stored for them, else UTC."""
-    if stored:
-        try:
-            return ZoneInfo(stored)
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    return UTC
+    """A zone name as a ``tzinfo``; UTC for none or one no longer known."""
+    return zone_named(stored) or UTC
 
 
 @dataclass(frozen=True)

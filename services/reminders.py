@@ -150,8 +150,8 @@ class Reminders:
                     for_user, group_circle_id=thread.group_circle_id
                 )
             zone_name: str | None = resolved.name
-        else:
-            zone_name = await self.store.zone_of(for_user or viewer.user_id)
+        else:  # no time zones wired (a bare world): UTC
+            zone_name = None
         zone = zone_for(zone_name)
         when = parse_when(intent.when, now, zone)
         if when is None or when.due <= now - LATE_AFTER:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -161,21 +161,11 @@ def _check(number: int, kind: str, value: Any) -> None:
     elif kind == "jobs":
         need(value == "drain", '"jobs" must be "drain"')
     elif kind == "probe":
-        need(
-            isinstance(value, dict)
-            and all(isinstance(value.get(k), str) for k in ("as", "in", "query")),
-            '"probe" needs string "as", "in" and "query"',
-        )
-        need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+        _someone_in_a_thread(need, kind, value, "query")
     elif kind == "dump":
         need(value == "all", '"dump" must be "all"')
     elif kind == "press":
-        need(
-            isinstance(value, dict)
-            and all(isinstance(value.get(k), str) for k in ("as", "in", "button")),
-            '"press" needs string "as", "in" and "button"',
-        )
-        need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+        _someone_in_a_thread(need, kind, value, "button")
     elif kind == "calendar":
         need(
             isinstance(value, dict)
@@ -191,6 +181,18 @@ def _check(number: int, kind: str, value: Any) -> None:
             isinstance(value["event"].get("id"), str) and bool(value["event"]["id"]),
             'a calendar "event" needs a string "id"',
         )
+
+
+def _someone_in_a_thread(
+    need: Callable[[bool, str], None], kind: str, value: Any, what: str
+) -> None:
+    """A line done as someone in a thread (``probe``, ``press``): string "as", "in" and
+    ``what``, and "in" names a thread."""
+    need(
+        isinstance(value, dict) and all(isinstance(value.get(k), str) for k in ("as", "in", what)),
+        f'"{kind}" needs string "as", "in" and "{what}"',
+    )
+    need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
 
 
 def _is_thread(ref: Any) -> bool:

@@ -14,7 +14,6 @@ from typing import Any, Final
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.constants import USERS
 from memory.reminders import Delivery, Reminder, ReminderState
 
 #: The collection (migration 0007 indexes it).
@@ -27,7 +26,6 @@ class MongoReminders:
 
     def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
         self.col = db[REMINDERS]
-        self.users = db[USERS]
 
     async def insert(self, reminder: Reminder) -> None:
         await self.col.insert_one(reminder.to_doc())
@@ -99,8 +97,3 @@ class MongoReminders:
             {"$or": [{"creator_id": user_id}, {"for_user_id": user_id}]}
         )
         return int(result.deleted_count)
-
-    async def zone_of(self, user_id: str) -> str | None:
-        doc = await self.users.find_one({"_id": user_id}, {"timezone": 1})
-        zone = (doc or {}).get("timezone")
-        return str(zone) if zone else None

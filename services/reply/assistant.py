@@ -52,7 +52,7 @@ from memory.rules.intents import (
     strip_addressing,
 )
 from memory.rules.intents.lists import detect_list_intent
-from memory.rules.intents.remind import SetReminder, detect_reminder
+from memory.rules.intents.remind import ReminderIntent, SetReminder, detect_reminder
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, PrivateDelivery, Reaction, split_for_telegram
@@ -145,10 +145,11 @@ class Assistant:
         thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
+        reminder = detect_reminder(inc.text)  # read once: it decides the journal text too
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
-        elif isinstance(detect_reminder(inc.text), SetReminder):
+        elif isinstance(reminder, SetReminder):
             stored_text = "[a reminder request]"  # a reminder is not a memory: never formed
         if inc.kind == "edited":  # an edit corrects what was learned; it is not answered
             members = await self._members(thread)
@@ -219,7 +220,14 @@ class Assistant:
         else:
             choice_pending = viewer.user_id in tick.choice_pending_for
             turn = await self._respond(
-                inc, thread, viewer, speaker, intent, session_id, erase_pending=choice_pending
+                inc,
+                thread,
+                viewer,
+                speaker,
+                intent,
+                session_id,
+                erase_pending=choice_pending,
+                reminder=reminder,
             )
             if cancelled is not None:  # one message: the cancellation, then the answer
                 first = turn.replies[0] if turn.replies else None
@@ -376,6 +384,7 @@ class Assistant:
         session_id: str,
         *,
         erase_pending: bool = True,
+        reminder: ReminderIntent | None = None,
     ) -> Turn:
         def say(text: str, **meta: object) -> Turn:
             return Turn(
@@ -407,7 +416,6 @@ class Assistant:
         if isinstance(intent, TimeZoneIntent) and self.d.time_zones is not None:
             # A setting, not a memory: handled, so formation never files it as a fact.
             return say(await self.d.time_zones.answer(viewer, intent))
-        reminder = detect_reminder(inc.text) if self.d.reminders is not None else None
         if reminder is not None and self.d.reminders is not None:
             # A reminder is not a memory: handled here, so formation never reads it.
             text = await self.d.reminders.handle(
