@@ -303,7 +303,7 @@ class MemoryOperations:
         """Facts by closeness to ``text``, best first: the larger of shared content terms
         and cosine (terms catch exact wording, cosine paraphrase)."""
         query = (await self.embedder.embed([text]))[0]
-        scored = [(_similarity(text, query, fact), fact) for fact in facts]
+        scored = [(similarity(text, query, fact), fact) for fact in facts]
         scored.sort(key=lambda pair: -pair[0])
         return scored
 
@@ -511,7 +511,7 @@ class MemoryOperations:
         return OperationResult(text=said) if said is not None else None
 
 
-def _similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
+def similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
     """How close ``text`` (embedded as ``vector``) is to ``fact``: the larger of shared
     content terms and cosine (terms catch exact wording, cosine paraphrase)."""
     score = overlap(text, fact.content)
@@ -521,7 +521,7 @@ def _similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
 
 
 def _closeness(a: Fact, b: Fact) -> float:
-    return _similarity(a.content, a.embedding, b)
+    return similarity(a.content, a.embedding, b)
 
 
 def same_content(a: str, b: str) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.models import Fact, Viewer
-from memory.operations import _similarity
+from memory.operations import similarity
 from memory.ports import Embedder
 from memory.privacy import is_visible
 from memory.stores import FactStore
@@ -60,7 +60,7 @@ class Pinning:
         vectors = await self.embedder.embed(wanted)
         for text, vector in zip(wanted, vectors, strict=True):
             score, best = max(
-                ((_similarity(text, vector, f), f) for f in own), key=lambda pair: pair[0]
+                ((similarity(text, vector, f), f) for f in own), key=lambda pair: pair[0]
             )
             if score >= PIN_MATCH:
                 return best
