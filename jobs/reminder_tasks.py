@@ -13,13 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from arq import cron, func
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity
+from telegram import User as TelegramUser
 from telegram.error import BadRequest, ChatMigrated, Forbidden
 
 from integrations.redis.queue import DELIVER_REMINDER, REMINDER_SWEEP, JobQueue
 from jobs.config import JobsConfig
 from jobs.tasks import Ctx, runtime
-from memory.reminders import ReminderScheduler, ReminderSender, Undeliverable
+from memory.reminders import Mention, ReminderScheduler, ReminderSender, Undeliverable
 from runtime.reminders import QueueScheduler, build_reminders
 from runtime.settings import Settings
 
@@ -46,6 +47,15 @@ def keyboard(reminder_id: str) -> InlineKeyboardMarkup:
     )
 
 
+def _entities(mention: Mention | None) -> list[MessageEntity] | None:
+    """A ``text_mention`` over the name the text starts with: how Telegram notifies a
+    person without a username (a plain name would notify nobody)."""
+    if mention is None:
+        return None
+    person = TelegramUser(id=mention.telegram_user_id, first_name=mention.name, is_bot=False)
+    return [MessageEntity(MessageEntity.TEXT_MENTION, offset=0, length=mention.length, user=person)]
+
+
 class BotSender:
     """:class:`memory.reminders.ReminderSender` through a PTB ``Bot``."""
 
@@ -53,11 +63,20 @@ class BotSender:
         self.bot = bot
 
     async def send(
-        self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reminder_id: str,
+        to_user_id: str | None,
+        mention: Mention | None = None,
     ) -> int | None:
         try:
             sent = await self.bot.send_message(
-                chat_id=chat_id, text=text, reply_markup=keyboard(reminder_id)
+                chat_id=chat_id,
+                text=text,
+                reply_markup=keyboard(reminder_id),
+                entities=_entities(mention),
             )
         except (Forbidden, ChatMigrated) as exc:
             raise Undeliverable(type(exc).__name__) from None
@@ -75,7 +94,13 @@ class TokenSender:
         self.settings = settings
 
     async def send(
-        self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reminder_id: str,
+        to_user_id: str | None,
+        mention: Mention | None = None,
     ) -> int | None:
         token = self.settings.telegram_bot_token
         if token is None:
@@ -85,7 +110,7 @@ class TokenSender:
             options["base_url"] = self.settings.telegram_api_base_url
         async with Bot(token.get_secret_value(), **options) as bot:
             return await BotSender(bot).send(
-                chat_id, text, reminder_id=reminder_id, to_user_id=to_user_id
+                chat_id, text, reminder_id=reminder_id, to_user_id=to_user_id, mention=mention
             )
 
 

@@ -8,6 +8,7 @@ one visibility rule (:mod:`memory.privacy`) decides where it can be listed or ch
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
@@ -35,6 +36,10 @@ class Delivery(BaseModel):
     sent_at: datetime
     message_id: int | None = None
     late: bool = False
+    #: When someone pressed "Done" under this occurrence's message (a repetition keeps
+    #: going: "Done" closes one occurrence, cancelling closes the series).
+    done_at: datetime | None = None
+    done_by: str | None = None
 
 
 class Reminder(BaseModel):
@@ -96,7 +101,18 @@ class ReminderStore(Protocol):
         self, reminder_id: str, delivery: Delivery, next_due: datetime | None
     ) -> None: ...
 
-    async def reschedule(self, reminder_id: str, due: datetime) -> None: ...
+    async def reschedule(
+        self, reminder_id: str, due: datetime, *, start: datetime | None = None
+    ) -> None:
+        """Due next at ``due`` (scheduled again); with ``start``, a repetition's series
+        moves too (its rule is counted from the new start)."""
+        ...
+
+    async def mark_done(
+        self, reminder_id: str, message_id: int, by_user_id: str, at: datetime
+    ) -> None:
+        """Record "Done" on the occurrence delivered as ``message_id``."""
+        ...
 
     async def set_state(self, reminder_id: str, state: ReminderState) -> None: ...
 
@@ -123,12 +139,33 @@ class Undeliverable(Exception):
     """The chat refuses the bot for good (blocked, removed, chat gone): retrying is useless."""
 
 
+@dataclass(frozen=True)
+class Mention:
+    """A person named at the start of a group delivery who has no @username: Telegram
+    links the name to them (a ``text_mention`` entity) so they are notified all the same.
+    ``length`` counts UTF-16 code units, as Telegram's entity offsets do."""
+
+    telegram_user_id: int
+    name: str
+
+    @property
+    def length(self) -> int:
+        return len(self.name.encode("utf-16-le")) // 2
+
+
 class ReminderSender(Protocol):
     """Telegram's side: send a reminder message with its buttons; the message id. Raises
-    :class:`Undeliverable` when the chat refuses the bot for good."""
+    :class:`Undeliverable` when the chat refuses the bot for good. ``mention``: the text
+    starts with that person's name, to be linked to them."""
 
     async def send(
-        self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reminder_id: str,
+        to_user_id: str | None,
+        mention: Mention | None = None,
     ) -> int | None: ...
 
 

@@ -79,6 +79,23 @@ def _clock_time(text: str) -> tuple[int, int] | None:
     return None
 
 
+_ONLY_A_TIME = re.compile(
+    r"(?:at\s+)?(?:\d{1,2}(?::\d{2})?\s*(?:am|pm)?|(?:in the\s+)?(?:"
+    + "|".join(w for w in _PARTS_OF_DAY if w != "tonight")
+    + r"))",
+    re.I,
+)
+
+
+def time_of_day(phrase: str) -> tuple[int, int] | None:
+    """The hour and minute of a phrase that names a time of day and nothing else ("10",
+    "8pm", "at 19:30", "the morning"); None when it names a day or a date too."""
+    text = re.sub(r"^\s*the\s+", "", phrase.strip().rstrip(".!"), flags=re.I)
+    if not _ONLY_A_TIME.fullmatch(text):
+        return None
+    return _clock_time(text if re.search(r"[a-z:]", text, re.I) else f"at {text}")
+
+
 def _rule(phrase: str) -> str | None:
     """The rrule (without DTSTART) a repetition phrase names, or None for a one-off."""
     p = phrase.lower()

@@ -17,14 +17,15 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from memory.ids import new_id
-from memory.models import Partition, ThreadKind, Viewer
+from memory.models import Partition, ThreadKind, User, Viewer
 from memory.ports import Clock
 from memory.privacy import and_visible, is_visible
 from memory.reminders import (
     Delivery,
+    Mention,
     Reminder,
     ReminderScheduler,
     ReminderSender,
@@ -41,7 +42,14 @@ from memory.rules.intents.remind import (
     Snooze,
 )
 from memory.stores import DirectoryStore
-from services.reminder_time import next_occurrence, parse_when, spoken, spoken_rule, zone_for
+from services.reminder_time import (
+    next_occurrence,
+    parse_when,
+    spoken,
+    spoken_rule,
+    time_of_day,
+    zone_for,
+)
 from services.timezones import TimeZones
 
 log = logging.getLogger(__name__)
@@ -127,15 +135,15 @@ class Reminders:
         elif intent.who != "me":
             if thread.kind is not ThreadKind.GROUP:
                 return "I can remind someone else only in your group, where they can see it."
-            members = await self.directory.members(thread.group_circle_id)
-            named = [
-                u
-                for u in members
-                if intent.who in {u.name.lower(), (u.username or "").lower()}
-                or u.name.lower().split()[0] == intent.who
-            ]
+            named = await self._member_named(thread.group_circle_id, intent.who)
             if not named:
                 return f"I don't know {intent.who.capitalize()} in this group."
+            if len(named) > 1:
+                both = " and ".join(sorted(u.name for u in named))
+                return (
+                    f"More than one person here is called {intent.who.capitalize()} ({both}), "
+                    "so I can't tell whom to remind. Name them by their @username if they have one."
+                )
             for_user = named[0].id
             partition = Partition.member(thread.group_circle_id, for_user)
         else:
@@ -180,6 +188,19 @@ class Reminders:
             said = spoken(when.due, zone, now)
         confirmed = f"I'll remind {whom} {said}: {intent.task}."
         return f"{confirmed} {note}" if note else confirmed
+
+    async def _member_named(self, circle_id: str, who: str) -> list[User]:
+        """The circle's members ``who`` names: by @username if one has it, else by first
+        (or full) name, since many people never set a Telegram username."""
+        members = await self.directory.members(circle_id)
+        by_username = [u for u in members if (u.username or "").lower() == who]
+        if by_username:
+            return by_username
+        return [
+            u
+            for u in members
+            if u.name.lower() == who or (u.name.lower().split() or [""])[0] == who
+        ]
 
     async def _whom(self, viewer: Viewer, for_user: str | None) -> str:
         if for_user is None:
@@ -236,11 +257,16 @@ class Reminders:
         return f"Cancelled: {names}."
 
     async def move(self, viewer: Viewer, about: str, when_text: str) -> str:
-        found = [r for r in await self._find(viewer, about) if r.rule is None]
-        if len(found) != 1:
-            return f'I found no single one-off reminder about "{about}" here.'
+        found = await self._find(viewer, about)
+        if not found:
+            return f'I found no reminder about "{about}" here.'
+        if len(found) > 1:
+            names = "; ".join(r.text for r in found)
+            return f'More than one reminder here is about "{about}" ({names}): say which.'
         r, now = found[0], self._now()
         zone = zone_for(r.zone)
+        if r.rule:
+            return await self._move_series(r, when_text, zone, now)
         phrase = (
             f"at {when_text}" if re.fullmatch(r"\d{1,2}(:\d\d)?", when_text.strip()) else when_text
         )
@@ -257,6 +283,30 @@ class Reminders:
         await self.store.reschedule(r.id, when.due)
         await self._schedule(r.id, when.due)
         return f"Moved: {r.text}, now {spoken(when.due, zone, now)}."
+
+    async def _move_series(self, r: Reminder, when_text: str, zone: tzinfo, now: datetime) -> str:
+        """A repetition moves to another time of day and keeps its rule: "move the bins
+        reminder to 8pm" makes every later occurrence 20:00 local."""
+        rule = r.rule or ""
+        clock = time_of_day(when_text)
+        if clock is None:
+            return (
+                f"{r.text.capitalize()} repeats ({spoken_rule(rule, r.next_due, zone)}): I can "
+                'move it to another time of day, e.g. "move the reminder to 8pm". To change '
+                "its days, cancel it and set it again."
+            )
+        hour, minute = clock
+        start = r.start.astimezone(zone).replace(hour=hour, minute=minute).astimezone(UTC)
+        due = next_occurrence(rule, zone, start, now)
+        last = r.deliveries[-1].occurrence.astimezone(zone).date() if r.deliveries else None
+        if due is not None and due.astimezone(zone).date() == last:
+            due = next_occurrence(rule, zone, start, due)  # today's was already delivered
+        if due is None:
+            return f"{r.text.capitalize()} has no occurrence left to move."
+        await self.store.reschedule(r.id, due, start=start)
+        await self._schedule(r.id, due)
+        series = spoken_rule(rule, due, zone)
+        return f"Moved: {r.text}, now {series} (next {spoken(due, zone, now)})."
 
     async def snooze(
         self, viewer: Viewer, chat_id: int, message_id: int | None, minutes: int
@@ -278,7 +328,18 @@ class Reminders:
             return "That reminder is not here any more."
         if r.rule is None:
             await self.store.set_state(r.id, ReminderState.DONE)
-        return f"Done: {r.text}."
+            return f"Done: {r.text}."
+        # a repetition: this occurrence is done, the series goes on (cancel stops it)
+        now, zone = self._now(), zone_for(r.zone)
+        await self.store.mark_done(r.id, message_id, viewer.user_id, now)
+        regular = next_occurrence(r.rule, zone, r.start, now)
+        on_rule = next_occurrence(r.rule, zone, r.start, r.next_due - timedelta(seconds=1))
+        if regular is not None and on_rule != r.next_due:
+            # a snooze of the occurrence just done is pending: it is not wanted any more
+            await self.store.reschedule(r.id, regular)
+            await self._schedule(r.id, regular)
+            r.next_due = regular
+        return f"Done: {r.text} (this time; next {spoken(r.next_due, zone, now)})."
 
     # --- the job queue's side ----------------------------------------------------------
 
@@ -289,10 +350,10 @@ class Reminders:
         if r is None:  # delivered, cancelled, moved, or being sent right now
             return False
         late = now - occurrence > LATE_AFTER
-        text = await self._delivery_text(r, late)
+        text, mention = await self._delivery_text(r, late)
         try:
             message_id = await sender.send(
-                r.chat_id, text, reminder_id=r.id, to_user_id=r.for_user_id
+                r.chat_id, text, reminder_id=r.id, to_user_id=r.for_user_id, mention=mention
             )
         except Undeliverable as exc:
             log.warning("reminder %s cannot be delivered: %s", r.id, type(exc).__name__)
@@ -307,13 +368,23 @@ class Reminders:
             await self._schedule(r.id, next_due)
         return True
 
-    async def _delivery_text(self, r: Reminder, late: bool) -> str:
+    async def _delivery_text(self, r: Reminder, late: bool) -> tuple[str, Mention | None]:
+        """The message, and who it links to: in a group, the person a reminder is for is
+        named first — as @username when they have one, else by name with a link to
+        their account (Telegram's ``text_mention``), so they are notified either way."""
         head = "⏰ (late) Reminder" if late else "⏰ Reminder"
         if r.partition.circle_id is not None and r.for_user_id is not None:
             user = await self.directory.user(r.for_user_id)
-            mention = f"@{user.username}" if user and user.username else (user.name if user else "")
-            return f"{mention} {head}: {r.text}".strip()
-        return f"{head}: {r.text}"
+            if user is not None and user.username:
+                return f"@{user.username} {head}: {r.text}", None
+            if user is not None:
+                mention = (
+                    Mention(user.telegram_user_id, user.name)
+                    if user.telegram_user_id is not None
+                    else None
+                )
+                return f"{user.name} {head}: {r.text}", mention
+        return f"{head}: {r.text}", None
 
     async def due(self) -> list[tuple[str, datetime]]:
         """What the sweep must see delivered: (id, occurrence) of each due reminder."""

@@ -18,6 +18,7 @@ from telegram import Bot
 
 from bot.telegram.offline_bot_api import SentMessage
 from jobs.reminder_tasks import SCHEDULER_KEY, SENDER_KEY, BotSender
+from memory.reminders import Mention
 from services.reminders import NoScheduler
 
 
@@ -33,10 +34,16 @@ class ReplayReminders:
     _callback_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def send(
-        self, chat_id: int, text: str, *, reminder_id: str, to_user_id: str | None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reminder_id: str,
+        to_user_id: str | None,
+        mention: Mention | None = None,
     ) -> int | None:
         message_id = await BotSender(self.bot).send(
-            chat_id, text, reminder_id=reminder_id, to_user_id=to_user_id
+            chat_id, text, reminder_id=reminder_id, to_user_id=to_user_id, mention=mention
         )
         if message_id is not None:
             self.to[message_id] = to_user_id

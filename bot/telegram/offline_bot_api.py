@@ -31,6 +31,8 @@ class SentMessage:
     message_id: int
     #: Inline keyboard buttons: (label, callback data), row after row.
     buttons: list[tuple[str, str]] = field(default_factory=list)
+    #: The entities sent with the text (a reminder's ``text_mention`` of a person).
+    entities: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -134,6 +136,9 @@ class OfflineBotAPI(BaseRequest):
                 for row in markup.get("inline_keyboard", [])
                 for b in row
             ]
+            entities = params.get("entities") or []
+            if isinstance(entities, str):
+                entities = json.loads(entities)
             self.sent.append(
                 SentMessage(
                     chat_id=int(params["chat_id"]),
@@ -141,6 +146,7 @@ class OfflineBotAPI(BaseRequest):
                     reply_to_message_id=int(reply_to) if reply_to else None,
                     message_id=message_id,
                     buttons=buttons,
+                    entities=[dict(e) for e in entities],
                 )
             )
             chat_id = int(params["chat_id"])

@@ -68,10 +68,24 @@ class MongoReminders:
             update["$set"].update(state=ReminderState.SCHEDULED.value, next_due=next_due)
         await self.col.update_one({"_id": reminder_id}, update)
 
-    async def reschedule(self, reminder_id: str, due: datetime) -> None:
+    async def reschedule(
+        self, reminder_id: str, due: datetime, *, start: datetime | None = None
+    ) -> None:
+        fields: dict[str, Any] = {
+            "next_due": due,
+            "state": ReminderState.SCHEDULED.value,
+            "sending_at": None,
+        }
+        if start is not None:
+            fields["start"] = start
+        await self.col.update_one({"_id": reminder_id}, {"$set": fields})
+
+    async def mark_done(
+        self, reminder_id: str, message_id: int, by_user_id: str, at: datetime
+    ) -> None:
         await self.col.update_one(
-            {"_id": reminder_id},
-            {"$set": {"next_due": due, "state": ReminderState.SCHEDULED.value, "sending_at": None}},
+            {"_id": reminder_id, "deliveries.message_id": message_id},
+            {"$set": {"deliveries.$.done_at": at, "deliveries.$.done_by": by_user_id}},
         )
 
     async def set_state(self, reminder_id: str, state: ReminderState) -> None:

@@ -54,9 +54,11 @@ any other method is 404, like an unknown one on the real API. A user the fake kn
 by :meth:`FakeTelegram.user`, e.g. a group member) whose private chat was never opened
 (:meth:`FakeTelegram.private_chat`) cannot be written to: 403 "bot can't initiate
 conversation with a user", as on Telegram. Alfred sends plain text only: a ``parse_mode``
-or explicit
-``entities`` is refused with 400, so a change that starts sending formatted text fails
-loudly here instead of passing unchecked.
+is refused with 400, and so are explicit ``entities`` other than a ``text_mention`` of a
+user the fake knows, inside the text (UTF-16 offsets), which is how a reminder names a
+group member without a username; so a change that starts sending formatted text fails
+loudly here instead of passing unchecked. Sent explicit entities are kept on the message
+(``message["entities"]``, beside the ones Telegram detects itself).
 
 Deliberate simplifications: webhook URLs may be plain ``http://`` on any port (the
 real API wants HTTPS on 443/80/88/8443); webhook updates go one at a time, in order,
@@ -1134,10 +1136,28 @@ class FakeTelegram:
         target.pop("reply_to_message", None)
         return target
 
+    def _mention_entities(self, params: JSON, text: str) -> list[JSON]:
+        """Explicit ``entities``: only ``text_mention`` of a known user, inside the text
+        (as Telegram checks it: 400 otherwise)."""
+        given = params.get("entities") or []
+        if isinstance(given, str):
+            given = json.loads(given)
+        size = utf16_len(text)
+        for entity in given:
+            user = entity.get("user") if isinstance(entity, dict) else None
+            if entity.get("type") != "text_mention" or not isinstance(user, dict):
+                raise _bad_request("this fake takes plain text and text_mention entities only")
+            if int(user.get("id", 0)) not in self.users:
+                raise _bad_request("can't parse entities: user not found")
+            offset, length = int(entity.get("offset", -1)), int(entity.get("length", 0))
+            if offset < 0 or length <= 0 or offset + length > size:
+                raise _bad_request("can't parse entities: entity beyond the end of the text")
+        return [dict(e) for e in given]
+
     def _plain_text(self, params: JSON) -> str:
-        """The text of a message Alfred sends: plain (no ``parse_mode``, no explicit
-        ``entities``), not blank, at most :data:`MAX_TEXT_LENGTH` characters."""
-        if params.get("parse_mode") or params.get("entities"):
+        """The text of a message Alfred sends: plain (no ``parse_mode``; entities only a
+        checked ``text_mention``), not blank, at most :data:`MAX_TEXT_LENGTH` characters."""
+        if params.get("parse_mode"):
             raise _bad_request("this fake takes plain text only (Alfred sends no formatting)")
         text = params.get("text")
         if text is None or not str(text).strip():
@@ -1243,6 +1263,7 @@ class FakeTelegram:
         chat = self._resolve_chat(params.get("chat_id"))
         self._check_can_send(chat)
         text = self._plain_text(params)
+        mentions = self._mention_entities(params, text)
         reply_to = self._resolve_reply(chat, params)
         chat_id = int(chat["id"])
         msg: JSON = {
@@ -1258,7 +1279,8 @@ class FakeTelegram:
             msg["message_thread_id"] = int(params["message_thread_id"])
         if reply_to is not None:
             msg["reply_to_message"] = reply_to
-        _put_text(msg, text)
+        detected = detect_entities(text)
+        _put_text(msg, text, sorted([*mentions, *detected], key=lambda e: int(e["offset"])))
         markup = params.get("reply_markup")
         if isinstance(markup, str):
             markup = json.loads(markup)

@@ -514,6 +514,36 @@ async def test_formatted_text_is_refused(tg: FakeTelegram, bot: Bot) -> None:
     assert [m["text"] for m in tg.sent_messages] == ["Milk for 🍕 https://shop.example @ann"]
 
 
+async def test_a_text_mention_of_a_known_user_is_kept_and_other_entities_are_refused(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    """How Alfred names a member without a username: a ``text_mention`` over the name,
+    UTF-16 offsets, of a user Telegram knows; anything else is refused like formatting."""
+    from telegram import MessageEntity
+    from telegram import User as TgUser
+
+    zoe = tg.user("Zoë 🌻")
+    group = tg.group_chat(title="Home", members=[zoe])
+    who = TgUser(id=zoe["id"], first_name="Zoë 🌻", is_bot=False)
+    named = MessageEntity(MessageEntity.TEXT_MENTION, offset=0, length=6, user=who)
+    sent = await bot.send_message(group["id"], "Zoë 🌻 water the basil", entities=[named])
+    assert [(e.type, e.user.id if e.user else None) for e in sent.entities] == [
+        ("text_mention", zoe["id"])
+    ]
+    assert sent.parse_entity(sent.entities[0]) == "Zoë 🌻"
+    assert tg.sent_messages[-1]["message"]["entities"][0]["user"]["id"] == zoe["id"]
+    stranger = TgUser(id=999_999, first_name="Nobody", is_bot=False)
+    refused = [
+        [MessageEntity(MessageEntity.BOLD, offset=0, length=3)],
+        [MessageEntity(MessageEntity.TEXT_MENTION, offset=0, length=3, user=stranger)],
+        [MessageEntity(MessageEntity.TEXT_MENTION, offset=18, length=9, user=who)],
+    ]
+    for entities in refused:
+        with pytest.raises(BadRequest):
+            await bot.send_message(group["id"], "Zoë 🌻 water the basil", entities=entities)
+    assert len(tg.sent_messages) == 1
+
+
 async def test_reply_targets_and_chat_permissions(tg: FakeTelegram, bot: Bot) -> None:
     ann = tg.user("Ann")
     dm = tg.private_chat(ann)

@@ -221,3 +221,93 @@ async def test_a_chat_that_refuses_the_bot_for_good_is_not_retried_forever(world
     tried = [c for c in w.tg.calls_of("sendMessage") if str(c.get("chat_id")) == "-100999"]
     assert len(tried) == 1, "one attempt, refused, never retried"
     assert await state_of(w, gone.id) == ReminderState.UNDELIVERABLE.value
+
+
+async def test_a_member_without_a_username_is_found_by_first_name_and_linked_in_the_group(
+    world: World,
+) -> None:
+    """ "remind Bob …" in the group, Bob without a Telegram username: he is found among the
+    circle's members by his first name, and the delivery names him with a ``text_mention``
+    entity over his name, so Telegram notifies him; a name that is no member's, or two
+    members', gets a clear answer and no reminder."""
+    from memory.models import Thread, ThreadKind
+    from memory.rules.intents.remind import SetReminder
+
+    w = world
+    tg, directory, now = w.tg, w.services.directory, w.clock.now()
+    ann, bob = tg.user("Ann", username="ann"), tg.user("Bob Marsh")
+    sam_a, sam_b = tg.user("Sam Ortiz"), tg.user("Sam Lee")
+    group = tg.group_chat(title="Home", members=[ann, bob, sam_a, sam_b])
+    circle = await directory.upsert_circle(int(group["id"]), "Home", now)
+    for person in (ann, bob, sam_a, sam_b):
+        user = await directory.upsert_user(
+            int(person["id"]), str(person["first_name"]), person.get("username"), now
+        )
+        await directory.add_member(circle.id, user.id)
+    thread = Thread(
+        id=circle.id, kind=ThreadKind.GROUP, circle_id=circle.id, telegram_chat_id=group["id"]
+    )
+    viewer = await directory.viewer(str(ann["id"]), thread)
+    reminders = build_reminders(w.services)
+
+    async def ask(who: str, task: str) -> str:
+        intent = SetReminder(who=who, task=task, when="in 1 minute")
+        return await reminders.create(viewer, int(group["id"]), intent)
+
+    made = await ask("bob", "bring the folding chairs")
+    assert made.startswith("I'll remind Bob Marsh ") and ": bring the folding chairs." in made
+    assert await ask("sam", "fix the gate") == (
+        "More than one person here is called Sam (Sam Lee and Sam Ortiz), so I can't tell "
+        "whom to remind. Name them by their @username if they have one."
+    )
+    assert await ask("zed", "walk the dog") == "I don't know Zed in this group."
+    listed = await reminders.listing(viewer)
+    assert "bring the folding chairs" in listed and "fix the gate" not in listed
+    assert "walk the dog" not in listed
+    w.clock.set(now + timedelta(minutes=1))
+    await w.sweep()
+    await w.drain()
+    (sent,) = [m for m in tg.sent_messages if m["chat_id"] == group["id"]]
+    assert sent["text"] == "Bob Marsh ⏰ Reminder: bring the folding chairs"
+    entities = sent["message"]["entities"]  # type: ignore[index]
+    assert [(e["type"], e["offset"], e["length"], e["user"]["id"]) for e in entities] == [
+        ("text_mention", 0, len("Bob Marsh"), bob["id"])
+    ]
+
+
+async def test_a_forged_press_on_another_persons_dm_reminder_changes_nothing(
+    world: World,
+) -> None:
+    """Telegram only sends a press from the chat the message is in; were a press (or a
+    "snooze" reply) to name Ann's DM message from Ben's DM or from the group anyway, the
+    visibility rule refuses it: Ann's delivered reminder is neither done nor snoozed."""
+    from memory.models import Thread, ThreadKind, Viewer
+
+    w = world
+    r = await w.reminder("collect the prescription")
+    w.clock.set(DUE + timedelta(seconds=20))
+    await w.sweep()
+    await w.drain()
+    (sent,) = w.sent()
+    message_id = int(sent["message_id"])  # type: ignore[call-overload]
+    ben_dm = Viewer(user_id="502", thread=Thread(id="dm-502", kind=ThreadKind.DM, user_id="502"))
+    group = Viewer(
+        user_id="502",
+        thread=Thread(id="c-home", kind=ThreadKind.GROUP, circle_id="c-home"),
+        circle_ids=frozenset({"c-home"}),
+    )
+    reminders = build_reminders(w.services)
+    for viewer in (ben_dm, group):
+        for button in ("done", "snooze"):
+            answer = await reminders.press(viewer, w.chat_id, message_id, button)
+            assert answer in {
+                "That reminder is not here any more.",
+                "Reply to one of my reminders to snooze it.",
+            }, answer
+        assert await reminders.snooze(viewer, w.chat_id, message_id, 5) == (
+            "Reply to one of my reminders to snooze it."
+        )
+    doc = await w.services.mongo.db[REMINDERS].find_one({"_id": r.id})
+    assert doc is not None and doc["state"] == ReminderState.SENT.value
+    assert doc["next_due"].replace(tzinfo=UTC) == DUE, "not snoozed"
+    assert [d.get("done_at") for d in doc["deliveries"]] == [None]

@@ -218,7 +218,7 @@ async def test_another_persons_dm_reminder_cannot_be_listed_cancelled_or_snoozed
         'I found no reminder about "birthday present" here.',
         "There are no reminders set here.",
         'I found no reminder about "birthday" here.',
-        'I found no single one-off reminder about "present" here.',
+        'I found no reminder about "present" here.',
         "Reply to one of my reminders to snooze it.",
         "There are no reminders set here.",  # Dana in the group: her DM's stay in her DM
         "Reply to one of my reminders to snooze it.",
