@@ -1,12 +1,19 @@
 """A reminder survives a restart of the bot and its worker between being set and being due,
 and is delivered once: the real bot (``run_bot``, its in-process arq worker included)
-against the local fake Bot API, stopped after the confirmation and started again."""
+against the local fake Bot API, stopped after the confirmation and started again; and
+``alfred run`` as a real process of its own, killed outright (SIGKILL: no shutdown at
+all) after the confirmation and started again as a new process."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
@@ -17,6 +24,7 @@ from tests.conftest import make_settings
 from tests.helpers.fake_telegram import FakeTelegram
 
 START_TIMEOUT = 90.0  # the first start may load the local embedding model
+ROOT = Path(__file__).resolve().parents[2]
 STOP_TIMEOUT = 60.0
 
 
@@ -100,3 +108,91 @@ async def test_a_reminder_set_before_a_restart_is_delivered_once_after_it(
         assert "Snoozed for 10 minutes: stir the soup." in texts()
         assert [c["callback_query_id"] for c in tg.answered_callbacks] == ["press-1"]
         assert "stir the soup — today" in texts()[-1], texts()[-1]
+
+
+def _alfred_run(
+    settings: Settings, database: str, tg: FakeTelegram, log: Path
+) -> subprocess.Popen[bytes]:
+    """``alfred run`` as an operator starts it: its own process, on the session's embedded
+    servers (a lease on them, through the data folder), its output in ``log``."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(settings.data_dir().parent),
+        "ALFRED_DATA_DIR": str(settings.data_dir()),
+        "MONGODB_DATABASE": database,
+        "TELEGRAM_BOT_TOKEN": tg.token,
+        "TELEGRAM_API_BASE_URL": tg.base_url,
+        "METRICS_PORT": "0",
+        "PTB_TIMEDELTA": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "run"],
+            cwd=settings.data_dir().parent,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def _ended(process: subprocess.Popen[bytes], how: signal.Signals) -> None:
+    if process.poll() is None:
+        process.send_signal(how)
+    await asyncio.to_thread(process.wait, STOP_TIMEOUT)
+
+
+async def test_a_reminder_outlives_its_bot_process_killed_outright_and_is_delivered_once(
+    settings: Settings, tmp_path: Path
+) -> None:
+    database = f"restart_{uuid.uuid4().hex[:10]}"
+    log = tmp_path / "alfred-run.log"
+    async with FakeTelegram(bot_username="alfred") as tg:
+        bea = tg.user("Bea", username="bea")
+        dm = tg.private_chat(bea)
+
+        def texts() -> list[str]:
+            return [str(m["text"]) for m in tg.sent_messages if m["chat_id"] == dm["id"]]
+
+        def alive(process: subprocess.Popen[bytes]) -> None:
+            if process.poll() is not None:
+                pytest.fail(f"alfred run ended ({process.returncode}):\n{log.read_text()}")
+
+        first = _alfred_run(settings, database, tg, log)
+        try:
+            tg.push_text(dm, bea, "remind me in 40 seconds to turn the compost")
+            await tg.wait_until(
+                lambda: first.poll() is not None or any("I'll remind you" in t for t in texts()),
+                timeout=START_TIMEOUT,
+                what="the confirmation",
+            )
+            alive(first)
+        finally:
+            await _ended(first, signal.SIGKILL)  # no shutdown: the worker dies mid-whatever
+        assert first.returncode == -signal.SIGKILL
+        assert not [t for t in texts() if "⏰" in t], "killed before it was due"
+
+        second = _alfred_run(settings, database, tg, log)
+        try:
+            await tg.wait_until(
+                lambda: second.poll() is not None or any("⏰" in t for t in texts()),
+                timeout=START_TIMEOUT + 60,
+                what="the reminder",
+            )
+            alive(second)
+            # the request Telegram may hand the new process again must not set it twice,
+            # and the new worker's sweep must not send it again: ask, and wait for the answer
+            tg.push_text(dm, bea, "what are my reminders?")
+            await tg.wait_until(
+                lambda: second.poll() is not None or any("reminders" in t for t in texts()),
+                timeout=60,
+                what="the list",
+            )
+            alive(second)
+        finally:
+            await _ended(second, signal.SIGTERM)
+        delivered = [t for t in texts() if "⏰" in t]
+        assert len(delivered) == 1 and delivered[0].endswith("Reminder: turn the compost"), texts()
+        assert [t for t in texts() if t.startswith("I'll remind you")] != []
+        assert len([t for t in texts() if t.startswith("I'll remind you")]) == 1, texts()
+        assert texts()[-1] == "There are no reminders set here.", texts()
