@@ -211,3 +211,36 @@ async def test_one_off_and_repeating_reminders_keep_local_time_across_the_dst_ch
         ("2026-03-30T07:00:00Z", "dm:mira", "⏰ Reminder: call the bakery"),
         ("2026-04-04T17:00:00Z", "dm:mira", "⏰ Reminder: feed the sourdough"),
     ], "each at its local time, none late"
+
+
+async def test_the_autumn_change_too_keeps_the_local_time(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """New York goes from UTC-4 to UTC-5 on Sunday 1 November 2026: 09:00 on Saturdays is
+    13:00 UTC before and 14:00 UTC after."""
+    out = await run(
+        settings,
+        [
+            FAM,
+            at("2026-10-26T12:00:00Z"),
+            say("otto", "dm:otto", "my time zone is America/New_York"),
+            say("otto", "dm:otto", "remind me to test the smoke alarm every Saturday at 9am"),
+            say("otto", "dm:otto", "remind me to change the furnace filter on 2 November at 8"),
+            at("2026-10-31T13:00:00Z"),
+            DRAIN,
+            at("2026-11-02T12:00:00Z"),
+            DRAIN,  # 07:00 in winter time: not yet
+            at("2026-11-02T13:00:00Z"),
+            DRAIN,
+            at("2026-11-07T13:00:00Z"),
+            DRAIN,  # 08:00 in winter time: not yet
+            at("2026-11-07T14:00:00Z"),
+            DRAIN,
+        ],
+        tmp_path,
+    )
+    assert delivered_at(out) == [
+        ("2026-10-31T13:00:00Z", "dm:otto", "⏰ Reminder: test the smoke alarm"),
+        ("2026-11-02T13:00:00Z", "dm:otto", "⏰ Reminder: change the furnace filter"),
+        ("2026-11-07T14:00:00Z", "dm:otto", "⏰ Reminder: test the smoke alarm"),
+    ]

@@ -100,3 +100,16 @@ def test_reminder_requests_are_told_from_other_messages() -> None:
         "remember that I like tea",
     ):
         assert detect_reminder(chatter) is None, chatter
+
+
+def test_a_series_moves_only_to_a_time_of_day() -> None:
+    """ "move the bins reminder to …" on a repetition: a time of day moves the series; a
+    phrase naming a day or a date is not taken for one (its days stay its rule's)."""
+    from services.reminder_time import time_of_day
+
+    times = {"10": (10, 0), "8pm": (20, 0), "at 19:30": (19, 30), "6:45 am": (6, 45)}
+    times |= {"the evening": (18, 0), "noon": (12, 0)}
+    for phrase, clock in times.items():
+        assert time_of_day(phrase) == clock, phrase
+    for phrase in ("Friday", "tomorrow at 8", "on the 3rd", "next week", "in 2 hours"):
+        assert time_of_day(phrase) is None, phrase
