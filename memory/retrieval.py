@@ -432,7 +432,8 @@ class Retriever:
         coverage: dict[str, float] = {}
         for i, c in resolved.items():
             if wanted and (i in scores.get("keyword", {}) or i in named):
-                terms = set(tokenize(c.content)) | named.get(i, frozenset())
+                held = c.terms if c.terms is not None else frozenset(tokenize(c.content))
+                terms = set(held) | named.get(i, frozenset())
                 coverage[i] = len(wanted & terms) / len(wanted)
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)

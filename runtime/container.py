@@ -47,6 +47,7 @@ from runtime.bundle import Services
 from runtime.calendar import build_calendar
 from runtime.connections import open_mongo
 from runtime.metrics import ExportingSemanticMetrics, ProcessMetrics
+from runtime.native_threads import limit_blas_threads
 from runtime.reminders import build_reminders
 from runtime.settings import Mode, Settings
 from services.calendar import CalendarForReply
@@ -85,6 +86,7 @@ async def build_services(
     llm: LLM | None = None,
 ) -> Services:
     """Connect and assemble; the caller must ``await services.aclose()``."""
+    limit_blas_threads()  # the dense leg's product on one thread (runtime/native_threads.py)
     clock = clock or SystemClock()
     embedder = embedder or build_embedder(settings)
     llm = llm or build_llm(settings)

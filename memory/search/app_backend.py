@@ -52,6 +52,7 @@ class AppSearch:
                     reinforced_at=f.reinforced_at,
                     access_count=f.access_count,
                     pinned=f.pinned,
+                    terms=self._index.bm25.terms_of(fact_id),
                 )
         return out
 

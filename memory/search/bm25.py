@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 
 import numpy as np
 import numpy.typing as npt
@@ -158,6 +158,15 @@ class BM25Index:
     def average_length(self) -> float:
         """avgdl: the mean document length in terms (0 when empty)."""
         return self._total_length / len(self._slot_of) if self._slot_of else 0.0
+
+    def terms_of(self, doc_id: str) -> Set[str] | None:
+        """The distinct terms this index's tokenizer made of ``doc_id``'s text (None if
+        the id is not indexed): the set tokenizing the text again would give, without
+        the work. A read-only view: an edit replaces a document's counts, never changes
+        them."""
+        slot = self._slot_of.get(doc_id)
+        counts = None if slot is None else self._doc_terms[slot]
+        return None if counts is None else counts.keys()
 
     def document_frequency(self, term: str) -> int:
         """How many documents contain ``term`` (an already tokenised term)."""

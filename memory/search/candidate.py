@@ -3,7 +3,8 @@ memory block read, without the embedding (which stays in the index)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Set
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.models import Category, Fact, Partition
@@ -22,6 +23,10 @@ class Candidate:
     access_count: int
     #: Pinned memories do not fade: their recency stays at its maximum.
     pinned: bool = False
+    #: The keyword terms of ``content`` (:func:`memory.search.text.tokenize`) when the
+    #: backend already holds them (the BM25 index does), so scoring need not tokenize
+    #: again; ``None`` means "tokenize the content". Not part of equality.
+    terms: Set[str] | None = field(default=None, compare=False, repr=False)
 
 
 def candidate_of(fact: Fact) -> Candidate:

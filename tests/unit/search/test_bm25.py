@@ -186,3 +186,19 @@ def test_parameters_are_validated() -> None:
         BM25Index(k1=-1)
     with pytest.raises(ValueError, match="b"):
         BM25Index(b=1.5)
+
+
+def test_terms_of_is_the_token_set_of_the_current_text() -> None:
+    """Retrieval reads a memory's terms from here instead of tokenizing it again, so
+    they must be exactly what tokenizing the current text gives."""
+    from memory.search.text import tokenize
+
+    index = BM25Index()
+    first = "Painting, paintings: she PAINTED the café's walls in Zürich (東京) twice, twice"
+    index.add("a", first)
+    assert index.terms_of("a") == set(tokenize(first))
+    index.add("a", "Bob likes ramen")
+    assert index.terms_of("a") == set(tokenize("Bob likes ramen"))
+    index.remove("a")
+    assert index.terms_of("a") is None
+    assert index.terms_of("never indexed") is None
