@@ -27,6 +27,7 @@ from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
 from integrations.mongo.time_zones import MongoTimeZones
+from integrations.mongo.turn_memo import reply_turn
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
@@ -234,6 +235,7 @@ def build_assistant(
         time_zones=services.time_zones,
         deliveries=MongoPendingDeliveries(services.mongo.db),
         reminders=build_reminders(services, reminder_scheduler),
+        turn_scope=reply_turn,
     )
     return Assistant(
         deps,
