@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from integrations.mem0.lookup import semantic_leg
 from integrations.mem0.mirror import Mem0Mirror
+from integrations.mongo.access_log import BatchedAccess
 from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
@@ -31,6 +32,7 @@ from integrations.mongo.turn_memo import reply_turn
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
+from memory.constants import FACTS
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
@@ -94,6 +96,8 @@ async def build_services(
     try:
         caps = await detect_capabilities(mongo.db)
         store = MongoFactStore(mongo.db)
+        # One write per few seconds of replies instead of one per reply.
+        access = BatchedAccess(mongo.db[FACTS])
         backend, warnings = await choose_search_backend(mongo, caps, store, embedder)
         other_models = await store.count_other_models(embedder.model_name)
         if other_models:
@@ -115,7 +119,7 @@ async def build_services(
             clock,
             retrieval or RetrievalConfig(),
             extra_legs=legs,
-            on_access=store.record_access,
+            on_access=access.record,
             # What was said minutes ago counts at once (DESIGN.md §6.6).
             recent=RecentLeg(MongoJournal(mongo.db), embedder),
         )
@@ -168,6 +172,7 @@ async def build_services(
         always=AlwaysInContext(notes),
         calendar=calendar,
         # Without calendars set up no connection can give a zone: one read fewer per reply.
+        access=access,
         time_zones=TimeZones(
             MongoTimeZones(mongo.db),
             clock,

@@ -26,17 +26,20 @@ from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
+    count_redis_sends,
     mean_document_bytes,
     peak_rss_mb,
 )
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
+from integrations.redis.queue import JobQueue
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.errors import AlfredError
+from runtime.connections import open_redis
 from runtime.container import build_assistant
-from runtime.jobs import formation_trigger
+from runtime.jobs import formation_trigger, queue_name
 from runtime.settings import load_settings
 from services.messages import Incoming, Sender
 
@@ -92,7 +95,11 @@ async def run_bot_bench(
             )
             timed = _TimedLLM(s.llm)
             s.llm = timed
-            trigger = formation_trigger(s, None)
+            # The real queue on the embedded Redis, as a bot whose worker runs elsewhere
+            # (RUN_WORKER=external): due formations are queued, and counted, not run.
+            redis = await open_redis(s.settings)
+            queue = JobQueue.from_url(redis.url, queue_name(s.settings))
+            trigger = formation_trigger(s, queue)
 
             async def after_message(thread_id: str) -> None:
                 await trigger.after_message(thread_id)
@@ -133,8 +140,16 @@ async def run_bot_bench(
                         overheads.append((elapsed - (timed.seconds - before)) * 1000)
                     bar.advance(task)
             wall = sum(totals) / 1000
+            await s.retriever.drain()
+            if s.access is not None:  # the recall counts still waiting are this run's too
+                ops.counting = True
+                await s.access.flush()
+                ops.counting = False
             database_ops = ops.per(len(totals))
             ops.commands.clear()
+            ops.redis_sends = 0
+            await queue.close()
+            await redis.close()
             return {
                 "facts": n,
                 "messages": len(totals),
@@ -160,11 +175,12 @@ def register(app: typer.Typer) -> None:
         """Reply-path throughput and overhead (model time excluded) at N facts, with the
         database commands per message and the process's peak memory."""
         ops = count_database_ops()
-        results = [
-            asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir, ops=ops))
-            for x in sizes.split(",")
-            if x.strip()
-        ]
+        with count_redis_sends(ops):
+            results = [
+                asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir, ops=ops))
+                for x in sizes.split(",")
+                if x.strip()
+            ]
         out = {
             "messages": messages,
             "by_facts": {
@@ -175,8 +191,10 @@ def register(app: typer.Typer) -> None:
             f"{r['facts']:>7} facts: {r['per_second']} msg/s, overhead p50 "
             f"{r['overhead_ms']['p50']} ms, p95 {r['overhead_ms']['p95']} ms, "
             f"p99 {r['overhead_ms']['p99']} ms; per message "
-            f"{r['database_ops_per_message']['reads']} database reads and "
-            f"{r['database_ops_per_message']['writes']} writes; "
+            f"{r['database_ops_per_message']['round_trips']} round trips "
+            f"({r['database_ops_per_message']['reads']} database reads, "
+            f"{r['database_ops_per_message']['writes']} writes, "
+            f"{r['database_ops_per_message']['redis']} Redis requests); "
             f"{r['fact_document_bytes']:.0f} bytes per fact document; "
             f"peak RSS {r['peak_rss_mb']} MB"
             for r in results
