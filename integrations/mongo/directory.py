@@ -280,7 +280,7 @@ class MongoDirectory:
         if memo is not None:
             held = memo.get(THREADS, ("pending", thread_id), max_age=None)
             if held is not MISSING:
-                return tuple(held)  # type: ignore[return-value]
+                return tuple(held)
         doc = await self._threads.find_one(
             {"_id": thread_id}, {"pending_messages": 1, "pending_tokens": 1}
         )

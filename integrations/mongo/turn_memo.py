@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from enum import Enum
 from typing import Any, Final
 
 from pymongo import monitoring
@@ -47,11 +48,13 @@ _open: weakref.WeakSet[TurnMemo] = weakref.WeakSet()
 _current: ContextVar[TurnMemo | None] = ContextVar("alfred_turn_memo", default=None)
 
 
-class _Missing:
+class _Missing(Enum):
     """Nothing memoised under that key (``None`` can be a memoised answer)."""
 
+    MISSING = 0
 
-MISSING: Final = _Missing()
+
+MISSING: Final = _Missing.MISSING
 
 
 class TurnMemo:
