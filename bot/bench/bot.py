@@ -6,6 +6,11 @@ through the whole reply path (registration, journal, always-in-context block, he
 retrieval, prompt, the real OpenAI client, the reply, the formation trigger); the time
 spent inside the model client is measured separately and subtracted, which leaves the
 overhead Alfred adds to whatever model it is given.
+
+Round trips per answered message are counted, not estimated: every command a PyMongo
+client of the process starts (a command listener) and every request sent to Redis (the
+connection's send; a pipeline is one), with formations queued on the embedded Redis as a
+bot whose worker runs elsewhere would queue them.
 """
 
 from __future__ import annotations
