@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient, monitoring
 
+from integrations.mongo.access_log import BatchedAccess
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
 from memory.clock import ManualClock
+from memory.constants import FACTS
 from memory.models import Message, Role, Thread, ThreadKind
 from migrations import MigrationContext, migrate
 from runtime.bundle import Services
@@ -193,3 +195,25 @@ async def test_a_leave_a_forget_and_a_time_zone_are_seen_by_the_next_message(
     clock.advance(timedelta(days=2))
     await say("dm", TESS, "Tess", "my time zone is Europe/Lisbon")
     assert "Europe/Lisbon" in await say("dm", TESS, "Tess", "what's my time zone?")
+
+
+async def test_recall_counts_wait_for_their_batch_and_none_is_lost(s: Services) -> None:
+    facts = s.mongo.db[FACTS]
+    await facts.insert_many([{"_id": f"f{i}", "access_count": 0} for i in (1, 2, 3)])
+    access = BatchedAccess(facts, flush_after_s=60, flush_at_facts=3)
+    later = NOW + timedelta(minutes=5)
+
+    async def counts() -> dict[str, tuple[int, object]]:
+        return {
+            d["_id"]: (d["access_count"], d.get("last_accessed_at")) async for d in facts.find({})
+        }
+
+    await access.record(["f1", "f2"], NOW)
+    await access.record(["f1"], later)
+    assert access.writes == 0 and (await counts())["f1"] == (0, None)  # waiting
+    await access.record(["f3"], NOW)  # the third fact waiting: one write for all
+    assert access.writes == 1
+    assert await counts() == {"f1": (2, later), "f2": (1, NOW), "f3": (1, NOW)}
+    await access.record(["f2"], later)
+    await access.aclose()  # shutdown writes what waits
+    assert access.writes == 2 and (await counts())["f2"] == (2, later)
