@@ -7,9 +7,11 @@ holds only the type, so code that is handed a bundle need not import the root.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from integrations.mem0.mirror import Mem0Mirror
+from integrations.mongo.access_log import BatchedAccess
 from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.capabilities import Capabilities
 from integrations.mongo.connection import MongoHandle
@@ -29,6 +31,8 @@ from memory.semantic import SemanticIndex, SemanticMetrics
 from runtime.settings import Settings
 from services.calendar import CalendarFeature
 from services.timezones import TimeZones
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,9 +65,16 @@ class Services:
     semantic: SemanticIndex | None = None
     semantic_metrics: SemanticMetrics | None = None
     mirror: Mem0Mirror | None = None
+    #: Recall counts written in batches (written out at close).
+    access: BatchedAccess | None = None
 
     async def aclose(self) -> None:
         await self.retriever.drain()
+        if self.access is not None:
+            try:
+                await self.access.aclose()
+            except Exception:  # a ranking signal: never a reason to fail a shutdown
+                log.info("recall counts not written at close", exc_info=True)
         for part in (self.llm, self.semantic):
             close = getattr(part, "aclose", None)
             if close is not None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from integrations.mem0.lookup import semantic_leg
 from integrations.mem0.mirror import Mem0Mirror
+from integrations.mongo.access_log import BatchedAccess
 from integrations.mongo.admin import MongoAdminQueries
 from integrations.mongo.atlas_search import AtlasSearchBackend, missing_search_indexes
 from integrations.mongo.capabilities import Capabilities, detect_capabilities
@@ -27,9 +28,11 @@ from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
 from integrations.mongo.time_zones import MongoTimeZones
+from integrations.mongo.turn_memo import reply_turn
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
+from memory.constants import FACTS
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
@@ -95,6 +98,8 @@ async def build_services(
     try:
         caps = await detect_capabilities(mongo.db)
         store = MongoFactStore(mongo.db)
+        # One write per few seconds of replies instead of one per reply.
+        access = BatchedAccess(mongo.db[FACTS])
         backend, warnings = await choose_search_backend(mongo, caps, store, embedder)
         other_models = await store.count_other_models(embedder.model_name)
         if other_models:
@@ -116,7 +121,7 @@ async def build_services(
             clock,
             retrieval or RetrievalConfig(),
             extra_legs=legs,
-            on_access=store.record_access,
+            on_access=access.record,
             # What was said minutes ago counts at once (DESIGN.md §6.6).
             recent=RecentLeg(MongoJournal(mongo.db), embedder),
         )
@@ -169,6 +174,7 @@ async def build_services(
         always=AlwaysInContext(notes),
         calendar=calendar,
         # Without calendars set up no connection can give a zone: one read fewer per reply.
+        access=access,
         time_zones=TimeZones(
             MongoTimeZones(mongo.db),
             clock,
@@ -236,6 +242,7 @@ def build_assistant(
         time_zones=services.time_zones,
         deliveries=MongoPendingDeliveries(services.mongo.db),
         reminders=build_reminders(services, reminder_scheduler),
+        turn_scope=reply_turn,
     )
     return Assistant(
         deps,

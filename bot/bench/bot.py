@@ -6,13 +6,20 @@ through the whole reply path (registration, journal, always-in-context block, he
 retrieval, prompt, the real OpenAI client, the reply, the formation trigger); the time
 spent inside the model client is measured separately and subtracted, which leaves the
 overhead Alfred adds to whatever model it is given.
+
+Round trips per answered message are counted, not estimated: every command a PyMongo
+client of the process starts (a command listener) and every request sent to Redis (the
+connection's send; a pipeline is one), with formations queued on the embedded Redis as a
+bot whose worker runs elsewhere would queue them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,17 +33,20 @@ from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
+    count_redis_sends,
     mean_document_bytes,
     peak_rss_mb,
 )
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
+from integrations.redis.queue import JobQueue
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.errors import AlfredError
+from runtime.connections import open_redis
 from runtime.container import build_assistant
-from runtime.jobs import formation_trigger
+from runtime.jobs import formation_trigger, queue_name
 from runtime.settings import load_settings
 from services.messages import Incoming, Sender
 
@@ -92,7 +102,11 @@ async def run_bot_bench(
             )
             timed = _TimedLLM(s.llm)
             s.llm = timed
-            trigger = formation_trigger(s, None)
+            # The real queue on the embedded Redis, as a bot whose worker runs elsewhere
+            # (RUN_WORKER=external): due formations are queued, and counted, not run.
+            redis = await open_redis(s.settings)
+            queue = JobQueue.from_url(redis.url, queue_name(s.settings))
+            trigger = formation_trigger(s, queue)
 
             async def after_message(thread_id: str) -> None:
                 await trigger.after_message(thread_id)
@@ -133,8 +147,16 @@ async def run_bot_bench(
                         overheads.append((elapsed - (timed.seconds - before)) * 1000)
                     bar.advance(task)
             wall = sum(totals) / 1000
+            await s.retriever.drain()
+            if s.access is not None:  # the recall counts still waiting are this run's too
+                ops.counting = True
+                await s.access.flush()
+                ops.counting = False
             database_ops = ops.per(len(totals))
             ops.commands.clear()
+            ops.redis_sends = 0
+            await queue.close()
+            await redis.close()
             return {
                 "facts": n,
                 "messages": len(totals),
@@ -145,6 +167,14 @@ async def run_bot_bench(
                 "fact_document_bytes": await mean_document_bytes(s.mongo.db[FACTS]),
                 "peak_rss_mb": peak_rss_mb(),
             }
+
+
+def _one_size(n: int, messages: int, data_dir: Path | None) -> dict[str, Any]:
+    """One size in a process of its own: a size measured after another would report
+    the memory that one left behind as its own peak."""
+    ops = count_database_ops()
+    with count_redis_sends(ops):
+        return asyncio.run(run_bot_bench(n, messages, data_dir=data_dir, ops=ops))
 
 
 def register(app: typer.Typer) -> None:
@@ -158,13 +188,14 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Reply-path throughput and overhead (model time excluded) at N facts, with the
-        database commands per message and the process's peak memory."""
-        ops = count_database_ops()
-        results = [
-            asyncio.run(run_bot_bench(int(x), messages, data_dir=data_dir, ops=ops))
-            for x in sizes.split(",")
-            if x.strip()
-        ]
+        round trips to MongoDB and Redis per message and the peak memory of a process
+        serving that circle (each size runs in a fresh process)."""
+        spawn = multiprocessing.get_context("spawn")
+        results = []
+        for x in sizes.split(","):
+            if x.strip():
+                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                    results.append(pool.submit(_one_size, int(x), messages, data_dir).result())
         out = {
             "messages": messages,
             "by_facts": {
@@ -175,8 +206,10 @@ def register(app: typer.Typer) -> None:
             f"{r['facts']:>7} facts: {r['per_second']} msg/s, overhead p50 "
             f"{r['overhead_ms']['p50']} ms, p95 {r['overhead_ms']['p95']} ms, "
             f"p99 {r['overhead_ms']['p99']} ms; per message "
-            f"{r['database_ops_per_message']['reads']} database reads and "
-            f"{r['database_ops_per_message']['writes']} writes; "
+            f"{r['database_ops_per_message']['round_trips']} round trips "
+            f"({r['database_ops_per_message']['reads']} database reads, "
+            f"{r['database_ops_per_message']['writes']} writes, "
+            f"{r['database_ops_per_message']['redis']} Redis requests); "
             f"{r['fact_document_bytes']:.0f} bytes per fact document; "
             f"peak RSS {r['peak_rss_mb']} MB"
             for r in results

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import resource
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import bson
 from pymongo import monitoring
+from redis.asyncio.connection import AbstractConnection
 
 #: Commands that only read; the writes are listed too, and anything else (handshakes,
 #: ``ping``, ``endSessions``, ``listIndexes``) is counted as "other".
@@ -31,6 +34,8 @@ class DatabaseOps(monitoring.CommandListener):
     def __init__(self) -> None:
         self.counting = False
         self.commands: Counter[str] = Counter()
+        #: Requests sent to Redis (a pipeline is one), counted by :func:`count_redis_sends`.
+        self.redis_sends = 0
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if self.counting:
@@ -52,6 +57,9 @@ class DatabaseOps(monitoring.CommandListener):
             "reads": round(reads / scale, 2),
             "writes": round(writes / scale, 2),
             "other": round(other / scale, 2),
+            "redis": round(self.redis_sends / scale, 2),
+            # Every request to MongoDB or Redis waits for its answer: one round trip each.
+            "round_trips": round((sum(self.commands.values()) + self.redis_sends) / scale, 2),
             "by_command": {name: round(n / scale, 2) for name, n in sorted(self.commands.items())},
         }
 
@@ -61,6 +69,27 @@ def count_database_ops() -> DatabaseOps:
     listener = DatabaseOps()
     monitoring.register(listener)
     return listener
+
+
+@contextmanager
+def count_redis_sends(ops: DatabaseOps) -> Iterator[None]:
+    """Count every request this process sends to Redis while ``ops.counting``.
+
+    redis-py has no command listener, so the connection's one send method is wrapped:
+    a single command and a whole pipeline (arq enqueues with one) are each one send,
+    and one round trip."""
+    original = AbstractConnection.send_packed_command
+
+    async def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
+        if ops.counting:
+            ops.redis_sends += 1
+        await original(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        AbstractConnection.send_packed_command = original  # type: ignore[method-assign]
 
 
 def peak_rss_mb() -> float:

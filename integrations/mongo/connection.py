@@ -18,6 +18,7 @@ from pymongo.errors import ConfigurationError as PyMongoConfigurationError
 from pymongo.errors import InvalidURI, OperationFailure, PyMongoError
 
 from integrations.modes import Mode
+from integrations.mongo.turn_memo import WriteInvalidation
 from memory.errors import ConfigurationError, Unavailable
 
 Document = dict[str, Any]
@@ -109,6 +110,8 @@ async def connect_mongo(
             serverSelectionTimeoutMS=timeout_ms,
             connectTimeoutMS=timeout_ms,
             appname="alfred",
+            # A reply turn's memoised reads are dropped as this process writes.
+            event_listeners=[WriteInvalidation()],
             **WRITE_CONCERN,
         )
     except (InvalidURI, PyMongoConfigurationError, ValueError) as exc:

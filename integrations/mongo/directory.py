@@ -13,6 +13,9 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from integrations.mongo import turn_memo
+from integrations.mongo.turn_memo import MISSING
+from integrations.mongo.turn_reads import directory_snapshot, memoised_users
 from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
@@ -57,6 +60,7 @@ class MongoDirectory:
     """Users, circles (with membership) and threads."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._db = db
         self._users = db[USERS]
         self._circles = db[CIRCLES]
         self._threads = db[THREADS]
@@ -78,10 +82,16 @@ class MongoDirectory:
         return user_from_doc(doc)
 
     async def user(self, user_id: str) -> User | None:
-        doc = await self._users.find_one({"_id": user_id})
+        memo = turn_memo.current()
+        held = memo.get(USERS, ("id", user_id)) if memo is not None else MISSING
+        doc = await self._users.find_one({"_id": user_id}) if held is MISSING else held
         return user_from_doc(doc) if doc else None
 
     async def users(self, user_ids: list[str]) -> dict[str, User]:
+        memo = turn_memo.current()
+        held = memoised_users(memo, list(user_ids)) if memo is not None else None
+        if held is not None:
+            return {uid: user_from_doc(doc) for uid, doc in held.items() if doc}
         return {
             str(d["_id"]): user_from_doc(d)
             async for d in self._users.find({"_id": {"$in": user_ids}})
@@ -131,7 +141,9 @@ class MongoDirectory:
         return circle_from_doc(doc)
 
     async def circle(self, circle_id: str) -> Circle | None:
-        doc = await self._circles.find_one({"_id": circle_id})
+        memo = turn_memo.current()
+        held = memo.get(CIRCLES, ("id", circle_id)) if memo is not None else MISSING
+        doc = await self._circles.find_one({"_id": circle_id}) if held is MISSING else held
         return circle_from_doc(doc) if doc else None
 
     async def add_member(self, circle_id: str, user_id: str) -> bool:
@@ -160,6 +172,11 @@ class MongoDirectory:
 
     async def circles_of(self, user_id: str) -> list[Circle]:
         """The active (not archived) circles the user is a member of."""
+        memo = turn_memo.current()
+        if memo is not None:
+            held = memo.get(CIRCLES, ("of", user_id))
+            if held is not MISSING:
+                return [circle_from_doc(d) for d in held]
         cursor = self._circles.find({"member_ids": user_id, "archived_at": None})
         return [circle_from_doc(d) async for d in cursor]
 
@@ -190,16 +207,40 @@ class MongoDirectory:
         return str(doc["session_id"]) if doc and doc.get("session_id") else None
 
     async def viewer(self, user_id: str, thread: Thread) -> Viewer:
-        """Who ``user_id`` is in ``thread``, with their circles as of now."""
+        """Who ``user_id`` is in ``thread``, with their circles as of now.
+
+        In a reply turn this is the turn's first read: one query that also brings the
+        circles' members, the person and the thread (:mod:`.turn_reads`)."""
+        memo = turn_memo.current()
+        if memo is not None:
+            docs = await directory_snapshot(self._db, memo, user_id, thread.id)
+            circle_ids = frozenset(str(d["_id"]) for d in docs)
+            return Viewer(user_id=user_id, thread=thread, circle_ids=circle_ids)
         circles = frozenset(c.id for c in await self.circles_of(user_id))
         return Viewer(user_id=user_id, thread=thread, circle_ids=circles)
 
     # --- sessions and formation counters ----------------------------------------
 
     async def touch(self, thread_id: str, at: datetime, tokens: int) -> SessionTick:
-        """Record activity: a new session after 10 idle minutes; count toward formation."""
-        doc = await self._threads.find_one(
-            {"_id": thread_id}, {"session_id": 1, "last_at": 1, "pending_erase": 1}
+        """Record activity: a new session after 10 idle minutes; count toward formation.
+
+        In a reply turn the thread was read with the viewer, and the counters this write
+        leaves are kept for the formation trigger's :meth:`pending` of the same turn."""
+        memo = turn_memo.current()
+        held = memo.get(THREADS, ("id", thread_id)) if memo is not None else MISSING
+        doc = (
+            await self._threads.find_one(
+                {"_id": thread_id},
+                {
+                    "session_id": 1,
+                    "last_at": 1,
+                    "pending_erase": 1,
+                    "pending_messages": 1,
+                    "pending_tokens": 1,
+                },
+            )
+            if held is MISSING
+            else held
         )
         previous = doc.get("session_id") if doc else None
         pending = (doc or {}).get("pending_erase") or {}
@@ -218,6 +259,12 @@ class MongoDirectory:
             "$inc": {"pending_messages": 1, "pending_tokens": tokens},
         }
         await self._threads.update_one({"_id": thread_id}, update)
+        if memo is not None and doc is not None:
+            counts = (
+                int(doc.get("pending_messages", 0)) + 1,
+                int(doc.get("pending_tokens", 0)) + tokens,
+            )
+            memo.put(THREADS, ("pending", thread_id), counts, seen=turn_memo.generation(THREADS))
         return SessionTick(
             session_id=session_id,
             new_session=new_session,
@@ -227,7 +274,13 @@ class MongoDirectory:
         )
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
-        """Messages and tokens journaled since the last formation request."""
+        """Messages and tokens journaled since the last formation request (as this
+        turn's :meth:`touch` left them, when it ran in this turn)."""
+        memo = turn_memo.current()
+        if memo is not None:
+            held = memo.get(THREADS, ("pending", thread_id), max_age=None)
+            if held is not MISSING:
+                return tuple(held)
         doc = await self._threads.find_one(
             {"_id": thread_id}, {"pending_messages": 1, "pending_tokens": 1}
         )

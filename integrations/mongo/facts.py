@@ -17,7 +17,9 @@ from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
+from integrations.mongo import turn_memo
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
+from integrations.mongo.turn_reads import memory_snapshot
 from integrations.mongo.upsert import upsert
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
@@ -39,6 +41,7 @@ class MongoFactStore:
     """The ``memory_facts`` collection, plus the partition versions beside it."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._db = db
         self._facts = db[FACTS]
         self._partitions = db[PARTITIONS]
 
@@ -211,6 +214,13 @@ class MongoFactStore:
     # --- reads for a viewer -----------------------------------------------------------
 
     async def visible_partitions(self, viewer: Viewer) -> list[StoredPartitionVersion]:
+        memo = turn_memo.current()  # in a reply turn, read with the turn's other reads
+        if memo is not None:
+            parts = await memory_snapshot(self._db, memo, viewer)
+            return [
+                StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
+                for d in parts[PARTITIONS]
+            ]
         return [
             StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
             async for d in self._partitions.find(visibility_filter(viewer))

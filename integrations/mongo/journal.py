@@ -11,7 +11,15 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from integrations.mongo import turn_memo
 from integrations.mongo.codec import message_from_doc, message_to_doc
+from integrations.mongo.turn_memo import MISSING
+from integrations.mongo.turn_reads import (
+    HISTORY_PREFETCH,
+    UNFORMED_PREFETCH,
+    memory_snapshot,
+    messages_part,
+)
 from memory.constants import MESSAGES
 from memory.erasure import PLACEHOLDER
 from memory.models import Message, Role, Viewer
@@ -33,6 +41,7 @@ class MongoJournal:
     """``messages``: every message Alfred saw or sent, with its partition."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._db = db
         self._messages = db[MESSAGES]
 
     async def append(self, message: Message) -> bool:
@@ -138,6 +147,12 @@ class MongoJournal:
 
     async def recent(self, thread_id: str, *, limit: int = 20) -> list[Message]:
         """The last messages of a thread, oldest first (conversation history for replies)."""
+        memo = turn_memo.current()  # served by this turn's memory read, if it was made
+        key = memo.get(MESSAGES, ("thread", thread_id)) if memo is not None else MISSING
+        held = memo.get(MESSAGES, key) if memo is not None and key is not MISSING else MISSING
+        if held is not MISSING and limit <= HISTORY_PREFETCH:
+            newest = messages_part(held, "history")[:limit]
+            return list(reversed([message_from_doc(d) for d in newest]))
         cursor = (
             self._messages.find({"thread_id": thread_id})
             .sort([("created_at", -1), ("_id", -1)])
@@ -149,6 +164,11 @@ class MongoJournal:
         """The newest user messages ``viewer`` may see that formation has not reached
         yet (the recent-messages retrieval leg), the privacy filter inside the query.
         What an explicit request already stored (``handled``) is a fact already."""
+        memo = turn_memo.current()
+        if memo is not None and limit <= UNFORMED_PREFETCH:
+            parts = await memory_snapshot(self._db, memo, viewer)
+            newest = messages_part(parts[MESSAGES], "unformed")[:limit]
+            return [message_from_doc(d) for d in newest]
         query = and_visible(
             viewer, {"formed": False, "role": Role.USER.value, "handled": {"$ne": True}}
         )

@@ -16,6 +16,7 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from integrations.mongo import turn_memo
 from integrations.mongo.codec import (
     clarification_from_doc,
     clarification_to_doc,
@@ -24,6 +25,7 @@ from integrations.mongo.codec import (
     reflection_from_doc,
     reflection_to_doc,
 )
+from integrations.mongo.turn_reads import memory_snapshot
 from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, PARTITIONS, REFLECTIONS
 from memory.models import (
@@ -43,6 +45,7 @@ class MongoNotes:
     """The always-in-context side of memory, plus pending clarifications."""
 
     def __init__(self, db: AsyncDatabase[Document]) -> None:
+        self._db = db
         self._reflections = db[REFLECTIONS]
         self._consolidated = db[CONSOLIDATED]
         self._clarifications = db[CLARIFICATIONS]
@@ -57,6 +60,10 @@ class MongoNotes:
 
     async def notes_versions(self, viewer: Viewer) -> dict[str, int]:
         """Versions of the notes the viewer may see, for cache invalidation."""
+        memo = turn_memo.current()
+        if memo is not None:
+            parts = await memory_snapshot(self._db, memo, viewer)
+            return {str(d["_id"]): int(d.get("notes_version", 0)) for d in parts[PARTITIONS]}
         return {
             str(d["_id"]): int(d.get("notes_version", 0))
             async for d in self._partitions.find(visibility_filter(viewer), {"notes_version": 1})
@@ -174,11 +181,23 @@ class MongoNotes:
 
     async def pending_clarification(self, viewer: Viewer) -> Clarification | None:
         """The oldest question waiting for this user in a partition visible here."""
+        memo = turn_memo.current()
+        if memo is not None:
+            parts = await memory_snapshot(self._db, memo, viewer)
+            waiting = [d for d in parts[CLARIFICATIONS] if d.get("status") == "pending"]
+            first = min(waiting, key=lambda d: d["created_at"], default=None)
+            return clarification_from_doc(first) if first else None
         query = and_visible(viewer, {"user_id": viewer.user_id, "status": "pending"})
         doc = await self._clarifications.find_one(query, sort=[("created_at", 1)])
         return clarification_from_doc(doc) if doc else None
 
     async def asked_clarification(self, viewer: Viewer) -> Clarification | None:
+        memo = turn_memo.current()
+        if memo is not None:
+            parts = await memory_snapshot(self._db, memo, viewer)
+            asked = [d for d in parts[CLARIFICATIONS] if d.get("status") == "asked"]
+            last = max(asked, key=lambda d: d["created_at"], default=None)
+            return clarification_from_doc(last) if last else None
         query = and_visible(viewer, {"user_id": viewer.user_id, "status": "asked"})
         doc = await self._clarifications.find_one(query, sort=[("created_at", -1)])
         return clarification_from_doc(doc) if doc else None

@@ -13,6 +13,8 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from integrations.mongo import turn_memo
+from integrations.mongo.turn_memo import MISSING
 from memory.constants import CIRCLES, USERS
 
 Document = dict[str, Any]
@@ -26,7 +28,13 @@ class MongoTimeZones:
         self._circles = db[CIRCLES]
 
     async def user_zone(self, user_id: str) -> str | None:
-        doc = await self._users.find_one({"_id": user_id}, {"time_zone": 1})
+        memo = turn_memo.current()  # a reply turn has read the person already
+        held = memo.get(USERS, ("id", user_id)) if memo is not None else MISSING
+        doc = (
+            await self._users.find_one({"_id": user_id}, {"time_zone": 1})
+            if held is MISSING
+            else held
+        )
         zone = doc.get("time_zone") if doc else None
         return zone if isinstance(zone, str) else None
 
@@ -37,6 +45,15 @@ class MongoTimeZones:
     async def circle_zones(self, circle_ids: list[str]) -> dict[str, str]:
         if not circle_ids:
             return {}
+        memo = turn_memo.current()  # a reply turn has read the person's circles already
+        if memo is not None:
+            held = [memo.get(CIRCLES, ("id", cid)) for cid in circle_ids]
+            if all(doc is not MISSING for doc in held):
+                return {
+                    str(doc["_id"]): doc["time_zone"]
+                    for doc in held
+                    if doc and isinstance(doc.get("time_zone"), str)
+                }
         return {
             str(doc["_id"]): doc["time_zone"]
             async for doc in self._circles.find(

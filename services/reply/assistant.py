@@ -134,7 +134,8 @@ class Assistant:
         """Journal, learn, and (when addressed) answer one message. Never raises for a
         dependency that is down: it answers with an apology instead."""
         try:
-            return await self._handle(inc)
+            with self.d.turn_scope():
+                return await self._handle(inc)
         except Unavailable as exc:
             log.warning("reply path degraded: %s", exc.component)
             text = LLM_DOWN if exc.component == "llm" else MEMORY_DOWN

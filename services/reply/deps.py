@@ -4,6 +4,7 @@ hands the reply service (instead of every part of Alfred)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from memory.always import AlwaysInContext
@@ -49,3 +50,6 @@ class ReplyDeps:
     deliveries: PendingDeliveries | None = None
     #: Reminders (not memories): set, listed and changed by rules on the reply path.
     reminders: Reminders | None = None
+    #: The scope of one turn: the storage adapters share one turn's reads inside it
+    #: (a few combined reads instead of one per step); nothing outlives the turn.
+    turn_scope: Callable[[], AbstractContextManager[None]] = nullcontext

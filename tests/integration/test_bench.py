@@ -57,6 +57,11 @@ def test_bench_bot(tmp_path: Path) -> None:
     assert ops["by_command"]["insert"] >= 2 and ops["writes"] >= 2
     assert ops["reads"] >= 1
     assert ops["reads"] + ops["writes"] + ops["other"] == sum(ops["by_command"].values())
+    # every request to MongoDB or Redis is a round trip (issue 17: at most 8 a message)
+    assert ops["round_trips"] == pytest.approx(
+        sum(ops["by_command"].values()) + ops["redis"], abs=0.05
+    )
+    assert ops["round_trips"] <= 8
     assert figures["fact_document_bytes"] > 384 * 4  # a float32 vector alone is 1,536 bytes
     assert figures["peak_rss_mb"] > 50
 

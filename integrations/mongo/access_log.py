@@ -1,0 +1,105 @@
+"""Recall counts written in batches: one write for many replies instead of one each.
+
+Every answered message that retrieves counts a recall of the facts it used
+(``access_count``, ``last_accessed_at``: a ranking signal, decay's "used lately"). It
+never blocked the reply (the retriever records it in the background), but it was one
+database round trip per message. Here the counts of many replies are added up and
+written together, in one ``bulkWrite``, when :data:`FLUSH_AFTER_S` have passed since the
+first unwritten one or :data:`FLUSH_AT_FACTS` facts are waiting, and at shutdown
+(:meth:`BatchedAccess.flush`).
+
+What a crash can lose is at most those few seconds of counts, a ranking signal that
+nobody was told about; nothing a person said or was promised waits here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+
+log = logging.getLogger(__name__)
+
+#: Seconds an unwritten count may wait.
+FLUSH_AFTER_S: Final = 5.0
+#: Facts waiting that make a write due at once.
+FLUSH_AT_FACTS: Final = 256
+
+
+class BatchedAccess:
+    """``on_access`` for the retriever: counts recalls, writes them in batches."""
+
+    def __init__(
+        self,
+        facts: AsyncCollection[dict[str, Any]],
+        *,
+        flush_after_s: float = FLUSH_AFTER_S,
+        flush_at_facts: int = FLUSH_AT_FACTS,
+    ) -> None:
+        self._facts = facts
+        self._flush_after_s = flush_after_s
+        self._flush_at_facts = flush_at_facts
+        self._counts: Counter[str] = Counter()
+        self._last: dict[str, datetime] = {}
+        self._timer: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self.writes = 0  # bulk writes sent, for tests and the benchmark
+
+    async def record(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """Count one recall of each of ``fact_ids`` at ``at``."""
+        for fact_id in fact_ids:
+            self._counts[fact_id] += 1
+            last = self._last.get(fact_id)
+            self._last[fact_id] = at if last is None or at > last else last
+        if len(self._counts) >= self._flush_at_facts:
+            await self.flush()
+        elif self._counts and self._timer is None:
+            self._timer = asyncio.create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        try:
+            await asyncio.sleep(self._flush_after_s)
+            self._timer = None
+            await self.flush()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # counts stay pending and go with the next write
+            log.info("recall counts not written yet: %s", type(exc).__name__)
+
+    async def flush(self) -> None:
+        """Write every pending count now (one round trip), e.g. at shutdown."""
+        async with self._lock:
+            if not self._counts:
+                return
+            counts, last = self._counts, self._last
+            self._counts, self._last = Counter(), {}
+            ops = [
+                UpdateOne(
+                    {"_id": fact_id},
+                    {"$inc": {"access_count": n}, "$max": {"last_accessed_at": last[fact_id]}},
+                )
+                for fact_id, n in counts.items()
+            ]
+            try:
+                await self._facts.bulk_write(ops, ordered=False)
+                self.writes += 1
+            except Exception:
+                self._counts.update(counts)  # kept for the next write
+                for fact_id, at in last.items():
+                    held = self._last.get(fact_id)
+                    self._last[fact_id] = at if held is None or at > held else held
+                raise
+
+    async def aclose(self) -> None:
+        """Stop the timer and write what is pending."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            await asyncio.gather(timer, return_exceptions=True)
+        await self.flush()

@@ -1,0 +1,187 @@
+"""The two combined reads of a reply turn (see :mod:`.turn_memo`).
+
+* :func:`directory_snapshot`, when the viewer is read: the person's active circles with
+  their members' user documents (``$lookup``), the person's own user document and the
+  thread's document (``$unionWith``). It serves the viewer, the names of a reply, both
+  time zone lookups and the thread's session state.
+* :func:`memory_snapshot`, when the first memory read of the turn comes: the versions of
+  the partitions the viewer may see, their open clarifications, the thread's last
+  messages and the viewer's visible unformed messages. The privacy filter
+  (:func:`memory.privacy.visibility_filter`) is inside every part that reads memories,
+  exactly as in the single reads it replaces.
+
+Each is one round trip; their parts are memoised under the collection they come from,
+so a write to any of those collections invalidates just that part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Final
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo import turn_memo
+from integrations.mongo.turn_memo import MISSING, TurnMemo
+from memory.constants import CIRCLES, CLARIFICATIONS, MESSAGES, PARTITIONS, THREADS, USERS
+from memory.models import Role, Viewer
+from memory.privacy import and_visible, visibility_filter
+
+Document = dict[str, Any]
+
+#: The thread's last messages fetched for the history (a reply uses 13).
+HISTORY_PREFETCH: Final = 20
+#: Unformed messages fetched for the recent leg (it asks for 20).
+UNFORMED_PREFETCH: Final = 20
+_SRC: Final = "_alfred_turn_src"
+
+
+def viewer_key(viewer: Viewer) -> Hashable:
+    """Everything the privacy filter of ``viewer`` depends on."""
+    t = viewer.thread
+    return (viewer.user_id, t.id, t.kind.value, t.circle_id, t.user_id, viewer.circle_ids)
+
+
+def _tag(source: str) -> Document:
+    return {"$addFields": {_SRC: source}}
+
+
+def _split(docs: list[Document]) -> dict[str, list[Document]]:
+    parts: dict[str, list[Document]] = {}
+    for doc in docs:
+        parts.setdefault(str(doc.pop(_SRC)), []).append(doc)
+    return parts
+
+
+async def directory_snapshot(
+    db: AsyncDatabase[Document], memo: TurnMemo, user_id: str, thread_id: str
+) -> list[Document]:
+    """The person's active circles (one read that also memoises their members, the
+    person and the thread); served from the memo when this turn has read them."""
+    cached = memo.get(CIRCLES, ("of", user_id))
+    if cached is not MISSING:
+        return list(cached)
+    seen = {c: turn_memo.generation(c) for c in (CIRCLES, USERS, THREADS)}
+    pipeline: list[Document] = [
+        {"$match": {"member_ids": user_id, "archived_at": None}},
+        {
+            "$lookup": {
+                "from": USERS,
+                "localField": "member_ids",
+                "foreignField": "_id",
+                "as": _SRC + "_m",
+            }
+        },
+        _tag("circle"),
+        {"$unionWith": {"coll": USERS, "pipeline": [{"$match": {"_id": user_id}}, _tag("user")]}},
+        {
+            "$unionWith": {
+                "coll": THREADS,
+                "pipeline": [{"$match": {"_id": thread_id}}, _tag("thread")],
+            }
+        },
+    ]
+    parts = _split([d async for d in await db[CIRCLES].aggregate(pipeline)])
+    circles = parts.get("circle", [])
+    users: dict[str, Document] = {}
+    for circle in circles:
+        for member in circle.pop(_SRC + "_m", []):
+            users[str(member["_id"])] = member
+        memo.put(CIRCLES, ("id", str(circle["_id"])), circle, seen=seen[CIRCLES])
+    for user in parts.get("user", []):
+        users[str(user["_id"])] = user
+    memo.put(USERS, ("id", user_id), users.get(user_id), seen=seen[USERS])
+    for uid, user in users.items():
+        memo.put(USERS, ("id", uid), user, seen=seen[USERS])
+    thread = parts.get("thread", [None])[0]
+    memo.put(THREADS, ("id", thread_id), thread, seen=seen[THREADS])
+    memo.put(CIRCLES, ("of", user_id), circles, seen=seen[CIRCLES])
+    return circles
+
+
+def memoised_users(memo: TurnMemo, user_ids: list[str]) -> dict[str, Document | None] | None:
+    """The user documents of ``user_ids`` if this turn holds every one (None otherwise)."""
+    found: dict[str, Document | None] = {}
+    for uid in user_ids:
+        doc = memo.get(USERS, ("id", uid))
+        if doc is MISSING:
+            return None
+        found[uid] = doc
+    return found
+
+
+async def memory_snapshot(
+    db: AsyncDatabase[Document], memo: TurnMemo, viewer: Viewer
+) -> dict[str, list[Document]]:
+    """The memory reads of a reply for ``viewer``, in one round trip (memoised)."""
+    key = viewer_key(viewer)
+    async with memo.lock:
+        parts = {
+            PARTITIONS: memo.get(PARTITIONS, key),
+            CLARIFICATIONS: memo.get(CLARIFICATIONS, key),
+            MESSAGES: memo.get(MESSAGES, key),
+        }
+        if all(v is not MISSING for v in parts.values()):
+            return {name: list(v) for name, v in parts.items()}
+        seen = {c: turn_memo.generation(c) for c in parts}
+        open_questions = {"user_id": viewer.user_id, "status": {"$in": ["pending", "asked"]}}
+        unformed = {"formed": False, "role": Role.USER.value, "handled": {"$ne": True}}
+        newest = {"$sort": {"created_at": -1, "_id": -1}}
+        pipeline: list[Document] = [
+            {"$match": visibility_filter(viewer)},
+            _tag("partition"),
+            {
+                "$unionWith": {
+                    "coll": CLARIFICATIONS,
+                    "pipeline": [{"$match": and_visible(viewer, open_questions)}, _tag("question")],
+                }
+            },
+            {
+                "$unionWith": {
+                    "coll": MESSAGES,
+                    "pipeline": [
+                        {"$match": {"thread_id": viewer.thread.id}},
+                        newest,
+                        {"$limit": HISTORY_PREFETCH},
+                        _tag("history"),
+                    ],
+                }
+            },
+            {
+                "$unionWith": {
+                    "coll": MESSAGES,
+                    "pipeline": [
+                        {"$match": and_visible(viewer, unformed)},
+                        newest,
+                        {"$limit": UNFORMED_PREFETCH},
+                        _tag("unformed"),
+                    ],
+                }
+            },
+        ]
+        split = _split([d async for d in await db[PARTITIONS].aggregate(pipeline)])
+        # Messages are memoised as one part (a write to the journal drops both lists).
+        messages = [{_SRC: "history", **d} for d in split.get("history", [])] + [
+            {_SRC: "unformed", **d} for d in split.get("unformed", [])
+        ]
+        memo.put(PARTITIONS, key, split.get("partition", []), seen=seen[PARTITIONS])
+        memo.put(CLARIFICATIONS, key, split.get("question", []), seen=seen[CLARIFICATIONS])
+        memo.put(MESSAGES, key, messages, seen=seen[MESSAGES])
+        memo.put(MESSAGES, ("thread", viewer.thread.id), key, seen=seen[MESSAGES])
+        return {
+            PARTITIONS: split.get("partition", []),
+            CLARIFICATIONS: split.get("question", []),
+            MESSAGES: messages,
+        }
+
+
+def messages_part(docs: list[Document], source: str) -> list[Document]:
+    """One list of a snapshot's messages (``history`` or ``unformed``), newest first,
+    without the tag."""
+    out = []
+    for doc in docs:
+        if doc.get(_SRC) == source:
+            clean = dict(doc)
+            clean.pop(_SRC, None)
+            out.append(clean)
+    return out
