@@ -328,11 +328,16 @@ class Assistant:
         meta: dict[str, object] = {"journal_text": journal_note(intent)}
         parts = split_for_telegram(answer.text)
         # The list's tick-off buttons go under its last part (where the items end).
-        buttons = [answer.buttons if n == len(parts) - 1 else () for n in range(len(parts))]
         return Turn(
             [
-                Outgoing(inc.chat_id, part, inc.message_id, dict(meta), buttons=keys)
-                for part, keys in zip(parts, buttons, strict=True)
+                Outgoing(
+                    inc.chat_id,
+                    part,
+                    inc.message_id,
+                    dict(meta),
+                    buttons=answer.buttons if n == len(parts) - 1 else (),
+                )
+                for n, part in enumerate(parts)
             ],
             handled=True,
         )
@@ -519,10 +524,17 @@ class Assistant:
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
         # A list tool ran: as with the rules, the list's text is neither learned nor kept.
         note = {"journal_text": "[a list request was answered]"} if answer.used_lists else {}
+        parts = split_for_telegram(answer.text)
         return Turn(
             [
-                Outgoing(inc.chat_id, part, inc.message_id, dict(note))
-                for part in split_for_telegram(answer.text)
+                Outgoing(
+                    inc.chat_id,
+                    part,
+                    inc.message_id,
+                    dict(note),
+                    buttons=answer.buttons if n == len(parts) - 1 else (),
+                )
+                for n, part in enumerate(parts)
             ],
             retrieved=answer.retrieved,
             handled=answer.used_lists,

@@ -352,7 +352,8 @@ LIST_TOOLS = (ADD_TO_LIST, SHOW_LIST, REMOVE_FROM_LIST)
 
 class ListTools:
     """The list tools for one reply, bound to its thread and viewer; records whether a
-    tool changed or read a list, so the reply marks the message handled."""
+    tool changed or read a list, so the reply marks the message handled, and the list of
+    this thread a tool last showed, whose tick-off buttons go under the reply."""
 
     specs = LIST_TOOLS
 
@@ -361,6 +362,7 @@ class ListTools:
         self.thread = thread
         self.viewer = viewer
         self.used = False
+        self.buttons: tuple[Button, ...] = ()
 
     @staticmethod
     def handles(name: str) -> bool:
@@ -383,6 +385,9 @@ class ListTools:
             intent = ListIntent(action="add", name=name, items=items)
         else:
             intent = ListIntent(action="remove", name=name, items=items)
-        answer = await self.lists.handle(intent, self.thread, self.viewer)
+        answer = await self.lists.answer(intent, self.thread, self.viewer)
         self.used = True
-        return answer or "error: nothing to do"
+        if answer is None:
+            return "error: nothing to do"
+        self.buttons = answer.buttons
+        return answer.text

@@ -7,6 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from bot.bench.fake_openai import (
+    FakeOpenAI,
+    RecordedRequest,
+    completion,
+    json_task_handler,
+    tool_call,
+)
 from bot.replay import Replay, replay_world
 from bot.telegram.offline_bot_api import SentMessage
 from runtime.settings import Settings
@@ -84,6 +93,54 @@ async def test_a_group_list_is_ticked_off_by_its_buttons_and_a_dm_list_stays_out
     assert "buttons" not in edits[2]
     assert said[5]["text"] == "Presents list: empty."
     assert len(edits) == 3
+
+
+def _peeking_model(request: RecordedRequest) -> Any:
+    """A model that reads the pantry list with its tool when asked to PEEK, then says so."""
+    if not request.tools:
+        return json_task_handler()(request)
+    if "PEEK" in request.last_user_text and not any(
+        m.get("role") == "tool" for m in request.messages
+    ):
+        return completion(None, tool_calls=[tool_call("show_list", {"list": "pantry"})])
+    return completion("Here it is.")
+
+
+async def test_a_list_the_chat_model_shows_carries_its_buttons_at_home_only(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """With a real model, a list read by the ``show_list`` tool gets the same buttons
+    under the model's answer, in the list's own thread only."""
+    async with FakeOpenAI(embedding_dimensions=8) as fake:
+        fake.set_handler(_peeking_model)
+        overrides = fake.settings_overrides()
+        world = settings.model_copy(
+            update={
+                "openai_api_key": SecretStr(overrides["openai_api_key"]),
+                "openai_base_url": overrides["openai_base_url"],
+                "embeddings_provider": "local",
+            }
+        )
+        out = await replay_lines(
+            world,
+            [
+                HOME,
+                say("nora", "group:home", "@alfred add figs and capers to the pantry list"),
+                say("omar", "group:home", "@alfred PEEK at the pantry for me"),
+                press("omar", "group:home", "capers"),
+                say("omar", "dm:omar", "PEEK at the pantry from here"),
+            ],
+            tmp_path / "m",
+        )
+    said = replies(out)
+    assert said[1] == {
+        "in": "group:home",
+        "to": "omar",
+        "text": "Here it is.",
+        "buttons": ["figs", "capers"],
+    }
+    assert _edits(out)[0]["text"] == "Omar ticked off capers.\nPantry list: figs"
+    assert said[2]["in"] == "dm:omar" and "buttons" not in said[2], said[2]
 
 
 async def _feed(replay: Replay, *lines: dict[str, Any]) -> list[dict[str, Any]]:
