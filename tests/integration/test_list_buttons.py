@@ -20,7 +20,13 @@ from bot.replay import Replay, replay_world
 from bot.telegram.offline_bot_api import SentMessage
 from runtime.settings import Settings
 from services.reply.lists import NONE_HERE, NOTHING_TO_TICK
+from tests.helpers.fake_telegram import FakeTelegram
 from tests.helpers.replay import replay_lines, replies, say
+from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used below
+    bot_env,
+    handler_errors,
+    spool_file,
+)
 
 HOME = {"circle": "home", "members": ["nora", "omar"]}
 STUDIO = {"circle": "studio", "members": ["pia", "quinn"]}
@@ -292,3 +298,49 @@ async def test_an_export_holds_the_lists_and_reminders_the_person_may_see(
         assert other not in everything, other
     assert "## Lists (not memories)" in markdown and "quince jam" in markdown
     assert "## Reminders (not memories)" in markdown and "water the orchids" in markdown
+
+
+async def test_over_the_bot_api_a_press_answers_and_edits_the_lists_message(
+    bot_env: Any,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Real PTB against the fake Bot API: the list goes out with an inline keyboard whose
+    callback data fits Telegram's 64 bytes; Omar's press is answered (the toast) and the
+    very message is edited (``editMessageText``) to the list that is left; a forged press
+    from his DM with that data is answered "Nothing to tick off here." and edits nothing."""
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        nora = tg.user("Nora", username="nora")
+        omar = tg.user("Omar", username="omar")
+        home = tg.group_chat(title="Home", members=[nora, omar])
+        (shown,) = await bot.say(
+            tg.text_message(home, nora, "@alfred add figs and capers to the pantry list")
+        )
+        keyboard = shown["message"]["reply_markup"]["inline_keyboard"]
+        assert [row[0]["text"] for row in keyboard] == ["figs", "capers"]
+        capers = keyboard[1][0]["callback_data"]
+        assert len(capers.encode()) <= 64 and "capers" not in capers
+
+        def pressed(number: int, chat: Any, message: Any) -> dict[str, Any]:
+            return {
+                "callback_query": {
+                    "id": f"press-{number}",
+                    "from": omar,
+                    "chat_instance": str(chat["id"]),
+                    "data": capers,
+                    "message": message,
+                }
+            }
+
+        dm = tg.private_chat(omar)
+        await bot.say(tg.text_message(dm, omar, "hello"))
+        (hello,) = [m for m in tg.sent_messages if m["chat_id"] == dm["id"]]
+        assert await bot.say(pressed(1, dm, hello["message"])) == []
+        assert tg.edited_messages == []
+        assert await bot.say(pressed(2, home, shown["message"])) == []
+        (edited,) = tg.edited_messages
+        assert edited["chat_id"] == home["id"]
+        assert edited["message_id"] == shown["message_id"]
+        assert edited["text"] == "Omar ticked off capers.\nPantry list: figs"
+        rows = edited["message"]["reply_markup"]["inline_keyboard"]
+        assert [row[0]["text"] for row in rows] == ["figs"]
+        toasts = [(c["callback_query_id"], c.get("text")) for c in tg.answered_callbacks]
+        assert toasts == [("press-1", NOTHING_TO_TICK), ("press-2", "Ticked off capers.")]
