@@ -12,6 +12,7 @@ the circle's list from their DM, and nobody reads a DM's list anywhere else.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -26,6 +27,10 @@ from memory.models import Partition, Viewer
 MAX_ITEMS: Final = 200
 MAX_ITEM_CHARS: Final = 120
 MAX_NAME_CHARS: Final = 40
+
+#: Length of an item id: short, because a tick-off button's callback data (list id and
+#: item id, never the item's text) must fit Telegram's 64 bytes.
+ITEM_ID_CHARS: Final = 12
 
 
 def list_key(name: str) -> str:
@@ -57,9 +62,17 @@ def _singular(word: str) -> str:
     return word
 
 
+def item_id_for(list_id: str, key: str) -> str:
+    """The id of an item stored before items had ids: derived from its list and key
+    (unique within a list), so a button made for it stays valid across reads."""
+    return hashlib.sha256(f"{list_id}:{key}".encode()).hexdigest()[:ITEM_ID_CHARS]
+
+
 class ListItem(BaseModel):
     """One entry of a list, with who added it (so a forget can take theirs out)."""
 
+    #: Names the item in a tick-off button; unique within its list.
+    id: str = ""
     text: str
     key: str
     added_by: str | None = None
@@ -120,6 +133,20 @@ class ListStore(Protocol):
 
     async def touch(self, list_id: str, at: datetime) -> None:
         """Mark the list used (it was read in its home thread)."""
+        ...
+
+    async def get(self, list_id: str, viewer: Viewer) -> SharedList | None:
+        """The list with this id if ``viewer`` may read it, else None (whether it exists
+        or not: a button's id reveals nothing to someone who may not see the list)."""
+        ...
+
+    async def tick(self, list_id: str, item_id: str, at: datetime) -> ListItem | None:
+        """Take the item with this id off the list and mark it used; the item taken off,
+        or None when it was no longer there (someone ticked it off first)."""
+        ...
+
+    async def forget_circle(self, circle_id: str) -> int:
+        """Delete every list of the circle ("forget everything about us"); how many."""
         ...
 
     async def forget_user(self, user_id: str) -> dict[str, int]:

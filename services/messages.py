@@ -91,6 +91,9 @@ class Outgoing:
     reply_to_message_id: int | None = None
     meta: dict[str, object] = field(default_factory=dict)
     document: Document | None = None
+    #: Inline buttons under the message, one per row: (label, callback data). A text
+    #: sent in several parts carries them under its last part.
+    buttons: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

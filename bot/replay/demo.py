@@ -34,6 +34,12 @@ def _show(obj: dict[str, Any]) -> None:
         console.print(
             f"    [bold green]Alfred[/] → {to} ({value['in']}): {escape(value['text'])}{buttons}"
         )
+    elif kind == "edit":
+        buttons = "".join(f" [reverse] {escape(b)} [/]" for b in value.get("buttons", []))
+        console.print(
+            f"    [bold green]Alfred[/] edits its message ({value['in']}): "
+            f"{escape(value['text'])}{buttons}"
+        )
     elif kind == "reaction":
         console.print(
             f"    [bold green]Alfred[/] reacts {value['emoji']} to {value['to']}'s message "

@@ -19,6 +19,9 @@ def pretty(obj: dict[str, Any]) -> str:
     ((kind, value),) = obj.items()
     if kind == "reply":
         return f"[{value['in']}] Alfred → {value['to']}: {value['text']}"
+    if kind == "edit":
+        buttons = "".join(f" [{b}]" for b in value.get("buttons", []))
+        return f"[{value['in']}] Alfred edits its message: {value['text']}{buttons}"
     if kind == "probe":
         head = (
             f"[probe] {value['as']} in {value['in']}: {value['query']!r} "

@@ -65,4 +65,10 @@ def take_sent(
             if item.buttons:
                 reply["buttons"] = [label for label, _ in item.buttons]
             out.append({"reply": reply})
+    for edited in api.take_edits():  # a list's message, edited after a tick-off press
+        ref = chat_ref(edited.chat_id, users, circles) or where or str(edited.chat_id)
+        change: dict[str, Any] = {"in": ref, "text": edited.text}
+        if edited.buttons:
+            change["buttons"] = [label for label, _ in edited.buttons]
+        out.append({"edit": change})
     return out, messages

@@ -30,8 +30,8 @@ from telegram.ext import (
 from telegram.request import BaseRequest, HTTPXRequest
 
 from bot.telegram.delivery import Spool, UpdateDeduplicator
+from bot.telegram.handlers.callbacks import LIST_PATTERN, Callbacks
 from bot.telegram.handlers.callbacks import PATTERN as CALLBACK_PATTERN
-from bot.telegram.handlers.callbacks import Callbacks
 from bot.telegram.handlers.commands import Commands
 from bot.telegram.handlers.membership import MembershipHandlers
 from bot.telegram.handlers.messages import Messages
@@ -111,6 +111,9 @@ def build_application(
     application.add_handler(MessageHandler(filters.COMMAND, Commands(assistant, replier).handle))
     application.add_handler(
         CallbackQueryHandler(Callbacks(assistant, replier).handle, pattern=CALLBACK_PATTERN)
+    )
+    application.add_handler(
+        CallbackQueryHandler(Callbacks(assistant, replier).handle, pattern=LIST_PATTERN)
     )
     application.add_handler(
         MessageHandler(

@@ -1,9 +1,10 @@
 """A Bot API that never leaves the process, for replay, the console and the demo.
 
 PTB talks to Telegram through a ``BaseRequest``; this one answers ``getMe`` as the bot
-``alfred`` and records ``sendMessage`` (with its inline keyboard), ``sendDocument``
-(multipart), ``setMessageReaction`` and ``answerCallbackQuery`` calls instead of sending
-them, so the real application, handlers and rate limiter run with no network and no token.
+``alfred`` and records ``sendMessage`` (with its inline keyboard), ``editMessageText``,
+``sendDocument`` (multipart), ``setMessageReaction`` and ``answerCallbackQuery`` calls
+instead of sending them, so the real application, handlers and rate limiter run with no
+network and no token.
 
 With ``started`` set (the replay sets it), a private chat accepts the bot's messages only
 once its user has written there, as on Telegram: before that a send is refused with 403
@@ -55,6 +56,18 @@ class SetReaction:
     emoji: str
 
 
+def _buttons(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (label, callback data) of a request's inline keyboard, row after row."""
+    markup = params.get("reply_markup") or {}
+    if isinstance(markup, str):
+        markup = json.loads(markup)
+    return [
+        (str(b.get("text", "")), str(b.get("callback_data", "")))
+        for row in markup.get("inline_keyboard", [])
+        for b in row
+    ]
+
+
 @dataclass
 class OfflineBotAPI(BaseRequest):
     """Answers the Bot API methods the application uses; records what the bot sends."""
@@ -67,6 +80,10 @@ class OfflineBotAPI(BaseRequest):
     started: set[int] | None = None
     #: The texts of answered callback queries (button presses).
     answered: list[str] = field(default_factory=list)
+    #: Messages the bot edited since the last :meth:`take_edits`, as they now read.
+    edits: list[SentMessage] = field(default_factory=list)
+    #: Every message the bot sent, by (chat, message id): an edit changes it in place.
+    _messages: dict[tuple[int, int], SentMessage] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
     def __post_init__(self) -> None:
@@ -150,12 +167,33 @@ class OfflineBotAPI(BaseRequest):
                 )
             )
             chat_id = int(params["chat_id"])
+            self._messages[(chat_id, message_id)] = self.sent[-1]
             result = {
                 "message_id": message_id,
                 "date": int(time.time()),
                 "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
                 "from": self.bot_user(),
                 "text": str(params.get("text", "")),
+            }
+        elif name == "editMessageText":
+            chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+            edited = self._messages.get((chat_id, message_id))
+            if edited is None:
+                refusal = {
+                    "ok": False,
+                    "error_code": 400,
+                    "description": "Bad Request: message to edit not found",
+                }
+                return 400, json.dumps(refusal).encode()
+            edited.text = str(params.get("text", ""))
+            edited.buttons = _buttons(params)
+            self.edits.append(edited)
+            result = {
+                "message_id": message_id,
+                "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+                "from": self.bot_user(),
+                "text": edited.text,
             }
         elif name == "sendDocument":
             message_id = next(self._ids)
@@ -203,6 +241,11 @@ class OfflineBotAPI(BaseRequest):
     def take(self) -> list[SentMessage]:
         """What was sent since the last call."""
         out, self.sent = self.sent, []
+        return out
+
+    def take_edits(self) -> list[SentMessage]:
+        """The messages edited since the last call (each once, as it now reads)."""
+        out, self.edits = list({id(m): m for m in self.edits}.values()), []
         return out
 
     def take_documents(self) -> list[SentDocument]:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from telegram import InputFile, ReactionTypeEmoji, Update
+from telegram import (
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    InputFile,
+    ReactionTypeEmoji,
+    Update,
+)
 from telegram.error import ChatMigrated, Forbidden, TelegramError
 from telegram.ext import ContextTypes
 
@@ -24,6 +30,15 @@ ANONYMOUS_REPLY = (
 )
 
 
+def keyboard(buttons: tuple[tuple[str, str], ...]) -> InlineKeyboardMarkup | None:
+    """An inline keyboard of (label, callback data) buttons, one per row; None for none."""
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(label, callback_data=data)] for label, data in buttons]
+    )
+
+
 class Replier:
     """Sends texts for the handlers of one assistant."""
 
@@ -37,10 +52,14 @@ class Replier:
         text: str,
         reply_to: int | None = None,
         topic: int | None = None,
+        buttons: tuple[tuple[str, str], ...] = (),
     ) -> None:
         """Send ``text`` in parts Telegram accepts; in a forum, into the asker's ``topic``
-        (a reply to a deleted message would otherwise land in the General topic)."""
-        for part in split_for_telegram(text):
+        (a reply to a deleted message would otherwise land in the General topic).
+        ``buttons`` (label, callback data) go under the last part, one per row."""
+        parts = split_for_telegram(text)
+        for n, part in enumerate(parts):
+            markup = keyboard(buttons) if n == len(parts) - 1 else None
             try:
                 await context.bot.send_message(
                     chat_id=chat_id,
@@ -48,6 +67,7 @@ class Replier:
                     reply_to_message_id=reply_to,
                     allow_sending_without_reply=True,
                     message_thread_id=topic,
+                    reply_markup=markup,
                 )
             except ChatMigrated as exc:
                 # The group became a supergroup before its announcement reached us: move
@@ -58,7 +78,7 @@ class Replier:
                 except Exception:
                     log.exception("moving circle %s to %s failed", chat_id, exc.new_chat_id)
                 chat_id, reply_to = exc.new_chat_id, None
-                await context.bot.send_message(chat_id=chat_id, text=part)
+                await context.bot.send_message(chat_id=chat_id, text=part, reply_markup=markup)
 
     async def send_out(
         self,
@@ -69,7 +89,7 @@ class Replier:
     ) -> None:
         """Send one :class:`Outgoing`: a text, or a document with its caption."""
         if out.document is None:
-            await self.send(context, out.chat_id, out.text, reply_to, topic)
+            await self.send(context, out.chat_id, out.text, reply_to, topic, out.buttons)
             return
         doc = out.document
         await context.bot.send_document(

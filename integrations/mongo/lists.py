@@ -18,7 +18,7 @@ from pymongo import DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.upsert import upsert_returning
-from memory.lists import MAX_ITEMS, ListItem, SharedList
+from memory.lists import MAX_ITEMS, ListItem, SharedList, item_id_for
 from memory.models import Partition, Viewer, Visibility
 from memory.privacy import visibility_filter
 
@@ -34,6 +34,14 @@ def _used(at: datetime) -> dict[str, Any]:
     return {"used_at": at, "used_seq": time.time_ns()}
 
 
+def _item(list_id: str, raw: Document) -> ListItem:
+    """An item as stored; one kept before items had ids gets its derived id."""
+    item = ListItem.model_validate(raw)
+    if not item.id:
+        item.id = item_id_for(list_id, item.key)
+    return item
+
+
 def _shared_list(doc: Document) -> SharedList:
     return SharedList(
         id=str(doc["_id"]),
@@ -42,7 +50,7 @@ def _shared_list(doc: Document) -> SharedList:
         partition=Partition.from_fields(doc),
         thread_id=doc["thread_id"],
         created_by=doc.get("created_by"),
-        items=[ListItem.model_validate(i) for i in doc.get("items", [])],
+        items=[_item(str(doc["_id"]), i) for i in doc.get("items", [])],
         created_at=doc["created_at"],
         used_at=doc.get("used_at") or doc["created_at"],
     )
@@ -104,6 +112,31 @@ class MongoListStore:
 
     async def touch(self, list_id: str, at: datetime) -> None:
         await self._lists.update_one({"_id": list_id}, {"$set": _used(at)})
+
+    async def get(self, list_id: str, viewer: Viewer) -> SharedList | None:
+        doc = await self._lists.find_one({"$and": [{"_id": list_id}, visibility_filter(viewer)]})
+        return _shared_list(doc) if doc is not None else None
+
+    async def tick(self, list_id: str, item_id: str, at: datetime) -> ListItem | None:
+        doc = await self._lists.find_one({"_id": list_id})
+        items = (_item(list_id, raw) for raw in (doc or {}).get("items", []))
+        item = next((i for i in items if i.id == item_id), None)
+        if item is None:
+            return None
+        # Keys are unique within a list, so the key names the item for the update even
+        # when it was stored without an id; a second press of the same button changes
+        # nothing and says so (modified_count 0).
+        done = await self._lists.update_one(
+            {"_id": list_id, "items.key": item.key},
+            {"$pull": {"items": {"key": item.key}}, "$set": _used(at)},
+        )
+        return item if done.modified_count else None
+
+    async def forget_circle(self, circle_id: str) -> int:
+        gone = await self._lists.delete_many(
+            {"visibility": Visibility.SHARED.value, "circle_id": circle_id}
+        )
+        return gone.deleted_count
 
     async def forget_user(self, user_id: str) -> dict[str, int]:
         own = await self._lists.delete_many(

@@ -63,7 +63,7 @@ from services.reply.directives import Directives
 from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
-from services.reply.lists import Lists, journal_note
+from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +245,15 @@ class Assistant:
             return "Reminders are not available here."
         return await self.d.reminders.press(viewer, inc.chat_id, message_id, button)
 
+    async def tick(self, inc: Incoming, data: str) -> Ticked:
+        """A list's tick-off button (callback ``data``) pressed by ``inc.sender`` in
+        ``inc.chat_id``: acts only on a list of that chat the presser may see."""
+        _, viewer = await self.membership.register(inc)
+        ids = parse_tick(data)
+        if ids is None:
+            return Ticked(NOTHING_TO_TICK)
+        return await self.lists.tick(viewer, ids[0], ids[1], inc.sender.name)
+
     async def _answer_question(self, inc: Incoming, viewer: Viewer, speaker: Person) -> str | None:
         """The reply to an answer of Alfred's pending question, if this message is one."""
         answered = await self.ops.answer(
@@ -312,15 +321,25 @@ class Assistant:
         intent = detect_list_intent(inc.text)
         if intent is None:
             return None
-        answer = await self.lists.handle(intent, thread, viewer, quiet=quiet)
+        answer = await self.lists.answer(intent, thread, viewer, quiet=quiet)
         if answer is None:
             return None
         if quiet:
             return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
         meta: dict[str, object] = {"journal_text": journal_note(intent)}
-        parts = split_for_telegram(answer)
+        parts = split_for_telegram(answer.text)
+        # The list's tick-off buttons go under its last part (where the items end).
         return Turn(
-            [Outgoing(inc.chat_id, part, inc.message_id, dict(meta)) for part in parts],
+            [
+                Outgoing(
+                    inc.chat_id,
+                    part,
+                    inc.message_id,
+                    dict(meta),
+                    buttons=answer.buttons if n == len(parts) - 1 else (),
+                )
+                for n, part in enumerate(parts)
+            ],
             handled=True,
         )
 
@@ -506,10 +525,17 @@ class Assistant:
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
         # A list tool ran: as with the rules, the list's text is neither learned nor kept.
         note = {"journal_text": "[a list request was answered]"} if answer.used_lists else {}
+        parts = split_for_telegram(answer.text)
         return Turn(
             [
-                Outgoing(inc.chat_id, part, inc.message_id, dict(note))
-                for part in split_for_telegram(answer.text)
+                Outgoing(
+                    inc.chat_id,
+                    part,
+                    inc.message_id,
+                    dict(note),
+                    buttons=answer.buttons if n == len(parts) - 1 else (),
+                )
+                for n, part in enumerate(parts)
             ],
             retrieved=answer.retrieved,
             handled=answer.used_lists,

@@ -47,6 +47,8 @@ class ChatAnswer:
     retrieved: bool
     #: A list tool ran: the message was a list request (handled, never learned from).
     used_lists: bool = False
+    #: Tick-off buttons of the list of this thread a list tool last showed.
+    buttons: tuple[tuple[str, str], ...] = ()
 
 
 class Conversation:
@@ -213,7 +215,7 @@ class Conversation:
                 text = f"{text}\n\n{note}"
         if question:
             text = f"{text}\n\n{question}"
-        return ChatAnswer(text, memory.retrieved, used_lists=lists.used)
+        return ChatAnswer(text, memory.retrieved, used_lists=lists.used, buttons=lists.buttons)
 
     async def _search_tool(self, viewer: Viewer, call: ToolCall, lookups: TurnLookups) -> str:
         """The ``search_memory`` tool: the same privacy filter as the reply's own search."""

@@ -21,7 +21,9 @@ Two documents, the same content:
                 "learned_at", "updated_at", "ended_at", "history": […]}],
      "notes": [{"id", "content", "scope", "from", "created_at", "in_summary"}],
      "summaries": [{"id", "content", "scope", "from", "updated_at"}],
-     "instructions": [{"instruction", "topic", "value", "from", "given_at"}]}
+     "instructions": [{"instruction", "topic", "value", "from", "given_at"}],
+     "lists": [{"id", "name", "from", "items": [{"text", "added_at", "by_you"}]}],
+     "reminders": [{"id", "text", "from", "for", "state", "next_due", "repeats"}]}
 
 ``from`` says where an item came from: ``{"where": "dm"}`` (their private chat),
 ``{"where": "group", "circle": …}`` (theirs, said in that circle's group) or
@@ -29,6 +31,11 @@ Two documents, the same content:
 fact was learned: ``explicit`` (asked to remember), ``conversation`` (learned in the
 background), ``correction``, ``calendar``, ``import``, ``operator``. Facts that stopped
 being true (corrected, withdrawn) are included with ``current: false``.
+
+Lists and reminders are not memories, but they are the person's data too: the export holds
+the lists they may read in their DM (their own, and their circles' shared lists, whole)
+and the reminders they may see there (their DM's, and their circles' group reminders);
+``for`` is ``you``, ``everyone`` (a "remind us") or ``another member``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from memory.lists import SharedList
 from memory.models import (
     Consolidated,
     Fact,
@@ -48,7 +56,8 @@ from memory.models import (
     Viewer,
     Visibility,
 )
-from memory.privacy import is_visible
+from memory.privacy import and_visible, is_visible
+from memory.reminders import Reminder
 from services.messages import Document, Incoming, Outgoing, PrivateDelivery
 from services.reply.deps import ReplyDeps
 from services.reply.directives import Directives, Standing
@@ -132,6 +141,8 @@ class Exporter:
             key=lambda r: r.created_at,
         )
         summaries = [b for b in blobs if is_visible(b.partition, viewer)]
+        lists = [s for s in await d.lists.visible(viewer) if is_visible(s.partition, viewer)]
+        reminders = await self._reminders(viewer)
 
         def origin(partition: Partition) -> dict[str, Any]:
             return _origin(partition, titles)
@@ -151,6 +162,8 @@ class Exporter:
                 "notes": len(notes),
                 "summaries": len(summaries),
                 "instructions": len(standing),
+                "lists": len(lists),
+                "reminders": len(reminders),
             },
             "facts": [_fact(f, origin(f.partition)) for f in facts],
             "notes": [
@@ -175,6 +188,8 @@ class Exporter:
                 for b in summaries
             ],
             "instructions": [_instruction(s, origin(s.note.partition)) for s in standing],
+            "lists": [_list(s, origin(s.partition), user_id) for s in lists],
+            "reminders": [_reminder(r, origin(r.partition), user_id) for r in reminders],
         }
         counts: dict[str, int] = data["counts"]
         name = f"alfred-memories-{_day(now)}"
@@ -189,6 +204,14 @@ class Exporter:
             summary=_summary(counts),
             counts=counts,
         )
+
+    async def _reminders(self, viewer: Viewer) -> list[Reminder]:
+        """The reminders the person may see in their DM (read with the privacy filter,
+        checked again)."""
+        if self.d.reminders is None:
+            return []
+        found = await self.d.reminders.store.visible(and_visible(viewer))
+        return [r for r in found if is_visible(r.partition, viewer)]
 
     @staticmethod
     def _ok(note: Reflection, viewer: Viewer) -> bool:
@@ -248,6 +271,33 @@ def _instruction(standing: Standing, origin: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _list(shared: SharedList, origin: dict[str, Any], user_id: str) -> dict[str, Any]:
+    return {
+        "id": shared.id,
+        "name": shared.label(),
+        "from": origin,
+        "items": [
+            {"text": i.text, "added_at": _date(i.added_at), "by_you": i.added_by == user_id}
+            for i in shared.items
+        ],
+    }
+
+
+def _reminder(r: Reminder, origin: dict[str, Any], user_id: str) -> dict[str, Any]:
+    whom = "everyone" if r.for_user_id is None else "you"
+    if r.for_user_id not in (None, user_id):
+        whom = "another member"
+    return {
+        "id": r.id,
+        "text": r.text,
+        "from": origin,
+        "for": whom,
+        "state": r.state.value,
+        "next_due": _date(r.next_due),
+        "repeats": r.rule,
+    }
+
+
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -258,6 +308,9 @@ def _summary(counts: dict[str, int]) -> str:
         parts.append(f"{_count(counts['past_facts'], 'earlier value')} kept as history")
     parts.append(_count(counts["notes"] + counts["summaries"], "note"))
     parts.append(_count(counts["instructions"], "instruction"))
+    for kind in ("list", "reminder"):  # not memories: named only when there are some
+        if counts.get(f"{kind}s"):
+            parts.append(_count(counts[f"{kind}s"], kind))
     return ", ".join(parts)
 
 
@@ -324,6 +377,19 @@ def _markdown(
         lines += ["", "## How you asked me to answer", ""]
         for s, row in zip(standing, data["instructions"], strict=True):
             lines.append(f'- "{s.instruction}" ({_origin_words(row["from"])})')
+    if data["lists"]:
+        lines += ["", "## Lists (not memories)", ""]
+        for row in data["lists"]:
+            shown = ", ".join(i["text"] for i in row["items"]) or "empty"
+            lines.append(f"- {row['name']} ({_origin_words(row['from'])}): {shown}")
+    if data["reminders"]:
+        lines += ["", "## Reminders (not memories)", ""]
+        for row in data["reminders"]:
+            repeats = ", repeating" if row["repeats"] else ""
+            lines.append(
+                f"- {row['text']}: for {row['for']}, {row['state']}, next {row['next_due']}"
+                f"{repeats} ({_origin_words(row['from'])})"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -34,8 +34,8 @@ CONFIRM_ERASE = (
     'If you\'re sure, say "yes" now; anything else cancels it.'
 )
 CONFIRM_ERASE_US = (
-    "This will erase everything this circle shares with me (not what each of you told me "
-    'privately). If you\'re sure, say "yes" now; anything else cancels it.'
+    "This will erase everything this circle shares with me, its lists included (not what "
+    'each of you told me privately). If you\'re sure, say "yes" now; anything else cancels it.'
 )
 #: How many facts and notes a "what do you remember about …?" lists before "…and N more".
 RECALL_FACTS = 30
@@ -216,7 +216,10 @@ class Forgetting:
                 if f.partition == Partition.circle(viewer.thread.circle_id)
             ]
             removed = await d.operations.erase_facts(viewer.user_id, circle_level, [])
-            return f"Done — I've erased {removed['facts']} shared memories of this circle."
+            # The circle's lists are the circle's too (not memories, but shared by it).
+            lists = await d.lists.forget_circle(viewer.thread.circle_id)
+            named = f" and {lists} list{'s' if lists != 1 else ''}" if lists else ""
+            return f"Done — I've erased {removed['facts']} shared memories{named} of this circle."
         user = await d.directory.user(viewer.user_id)
         counts = await d.operations.forget_everything(viewer.user_id)
         listed = await d.lists.forget_user(viewer.user_id)

@@ -14,18 +14,34 @@ DM's list is that person's. Here that means:
   used within :data:`RECENT`; "we got the eggs" ticks off only what is on a list here.
   Otherwise the message is not a list request and goes on as ordinary conversation.
 
+* **Tick-off buttons.** A list shown in its own thread (read, added to, ticked off)
+  carries one inline button per item (:func:`tick_buttons`). The button's data names
+  the list and the item by id only, never the item's text, and a press
+  (:meth:`Lists.tick`) acts only for someone who may see the list, in the list's own
+  thread; any other press changes nothing and is told only "nothing to tick off here".
+
 The caller marks the message handled (formation learns nothing from it) and journals
 Alfred's answer as :func:`journal_note`, so no list text becomes a memory.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from memory.ids import new_id
-from memory.lists import MAX_NAME_CHARS, ListItem, ListStore, SharedList, item_key, list_key
+from memory.lists import (
+    ITEM_ID_CHARS,
+    MAX_NAME_CHARS,
+    ListItem,
+    ListStore,
+    SharedList,
+    item_key,
+    list_key,
+)
 from memory.llm import ToolCall, ToolSpec
 from memory.models import Thread, ThreadKind, Viewer
 from memory.ports import Clock
@@ -36,6 +52,52 @@ from memory.rules.intents.lists import ListIntent, split_items
 RECENT = timedelta(days=14)
 NONE_HERE = 'There are no lists here yet. Say e.g. "add milk to the shopping list".'
 WHICH_LIST = 'Which list? Say e.g. "add milk to the shopping list".'
+#: The answer to a press that ticks nothing off: the same whether the list does not
+#: exist, is someone else's, or lives in another chat, so a forged button learns nothing.
+NOTHING_TO_TICK = "Nothing to tick off here."
+#: How many items get a button: Telegram allows 100 per message, a phone shows far fewer.
+MAX_BUTTONS = 30
+#: Callback data of a tick-off button: ``lst:<list id>:<item id>`` (ids only).
+CALLBACK_PREFIX = "lst"
+_CALLBACK = re.compile(rf"^{CALLBACK_PREFIX}:([0-9a-f]{{32}}):([0-9a-f]{{{ITEM_ID_CHARS}}})$")
+
+Button = tuple[str, str]
+
+
+def tick_buttons(shared: SharedList) -> tuple[Button, ...]:
+    """One (label, callback data) per item, the item's text as its label."""
+    return tuple(
+        (i.text[:60], f"{CALLBACK_PREFIX}:{shared.id}:{i.id}") for i in shared.items[:MAX_BUTTONS]
+    )
+
+
+def parse_tick(data: str) -> tuple[str, str] | None:
+    """(list id, item id) of a tick-off button's data, or None for anything else."""
+    match = _CALLBACK.match(data)
+    return (match.group(1), match.group(2)) if match else None
+
+
+@dataclass(frozen=True)
+class ListAnswer:
+    """A list request's answer, and the list of this thread it ends by showing (whose
+    items get tick-off buttons), if any."""
+
+    text: str
+    shown: SharedList | None = None
+
+    @property
+    def buttons(self) -> tuple[Button, ...]:
+        return tick_buttons(self.shown) if self.shown is not None else ()
+
+
+@dataclass(frozen=True)
+class Ticked:
+    """What a tick-off press leads to: ``answer`` for the press itself (a short notice),
+    and when the press was allowed, the list as it now is for the pressed message."""
+
+    answer: str
+    text: str | None = None
+    buttons: tuple[Button, ...] = ()
 
 
 def journal_note(intent: ListIntent) -> str:
@@ -66,13 +128,20 @@ class Lists:
         """The answer to a list request, or None when the message turns out not to be
         one (an implicit add with no recent list, a "we got X" with X on no list here).
         ``quiet``: an unaddressed group message, where only adds and tick-offs act."""
+        answer = await self.answer(intent, thread, viewer, quiet=quiet)
+        return answer.text if answer is not None else None
+
+    async def answer(
+        self, intent: ListIntent, thread: Thread, viewer: Viewer, *, quiet: bool = False
+    ) -> ListAnswer | None:
+        """As :meth:`handle`, with the list of this thread the answer shows."""
         if quiet and intent.action not in ("add", "remove"):
             return None
         visible = await self._visible(viewer)
         home = thread.home_partition()
         own = [s for s in visible if s.partition == home]  # most recently used first
         if intent.action == "lists":
-            return self._overview(visible, own, thread)
+            return ListAnswer(self._overview(visible, own, thread))
         if intent.action == "add":
             return await self._add(intent, thread, viewer, visible, own)
         if intent.action == "remove":
@@ -80,20 +149,39 @@ class Lists:
         named = self._named(intent.name, own) if intent.name else (own[0] if own else None)
         if intent.action == "clear":
             if named is None:
-                return self._missing(intent.name, visible, "clear")
+                return ListAnswer(self._missing(intent.name, visible, "clear"))
             await self.store.clear(named.id, self.clock.now())
-            return f"Cleared the {named.label().lower()}."
+            return ListAnswer(f"Cleared the {named.label().lower()}.")
         if named is None and intent.name:  # reading the circle's list from a DM
             other = self._named(intent.name, visible)
-            return (
+            return ListAnswer(
                 other.shown() + " (the group's list)"
                 if other
                 else self._missing(intent.name, visible, "show")
             )
         if named is None:
-            return NONE_HERE
+            return ListAnswer(NONE_HERE)
         await self.store.touch(named.id, self.clock.now())
-        return named.shown()
+        return ListAnswer(named.shown(), named)
+
+    async def tick(self, viewer: Viewer, list_id: str, item_id: str, who: str) -> Ticked:
+        """A tick-off button pressed by ``viewer`` (named ``who``) in their thread: the
+        item comes off only when the viewer may see the list and the list lives in this
+        very thread (lists change only at home); otherwise nothing happens and the answer
+        is the same whatever the ids name."""
+        shared = await self.store.get(list_id, viewer)
+        if (
+            shared is None
+            or not is_visible(shared.partition, viewer)
+            or shared.partition != viewer.thread.home_partition()
+        ):
+            return Ticked(NOTHING_TO_TICK)
+        item = await self.store.tick(list_id, item_id, self.clock.now())
+        now = await self.store.get(list_id, viewer) or shared
+        if item is None:
+            return Ticked("That's already off the list.", now.shown(), tick_buttons(now))
+        text = f"{who} ticked off {item.text}.\n{now.shown()}"
+        return Ticked(f"Ticked off {item.text}.", text, tick_buttons(now))
 
     @staticmethod
     def _named(name: str | None, lists: Sequence[SharedList]) -> SharedList | None:
@@ -116,7 +204,7 @@ class Lists:
         viewer: Viewer,
         visible: Sequence[SharedList],
         own: Sequence[SharedList],
-    ) -> str | None:
+    ) -> ListAnswer | None:
         now = self.clock.now()
         target: SharedList | None
         if intent.implicit:  # "we need batteries": only onto a list used here lately
@@ -128,7 +216,7 @@ class Lists:
             if target is None:
                 key = list_key(intent.name)
                 if not key:
-                    return WHICH_LIST
+                    return ListAnswer(WHICH_LIST)
                 target = await self.store.create(
                     SharedList(
                         id=new_id(),
@@ -144,14 +232,22 @@ class Lists:
         else:
             target = own[0] if own else None
             if target is None:
-                return WHICH_LIST
+                return ListAnswer(WHICH_LIST)
         have = {i.key for i in target.items}
         fresh: list[ListItem] = []
         for text in intent.items:
             key = item_key(text)
             if key and key not in have:
                 have.add(key)
-                fresh.append(ListItem(text=text, key=key, added_by=viewer.user_id, added_at=now))
+                fresh.append(
+                    ListItem(
+                        id=new_id()[:ITEM_ID_CHARS],
+                        text=text,
+                        key=key,
+                        added_by=viewer.user_id,
+                        added_at=now,
+                    )
+                )
         await self.store.add_items(target.id, fresh, now)
         target.items.extend(fresh)
         there = [t for t in intent.items if item_key(t) not in {i.key for i in fresh}]
@@ -165,11 +261,11 @@ class Lists:
             s.key == target.key and s.partition != target.partition for s in visible
         ):
             note = "\n(This is your own list, just here: the group's list is changed in the group.)"
-        return f"{head}\n{target.shown()}{note}"
+        return ListAnswer(f"{head}\n{target.shown()}{note}", target)
 
     async def _remove(
         self, intent: ListIntent, visible: Sequence[SharedList], own: Sequence[SharedList]
-    ) -> str | None:
+    ) -> ListAnswer | None:
         keys = {item_key(t): t for t in intent.items}
         if intent.name:
             candidates = [s for s in own if s.key == list_key(intent.name)]
@@ -182,16 +278,17 @@ class Lists:
                 return None  # "we got the eggs" with no eggs on a list here: just chat
             elsewhere = [s for s in visible if s not in own and any(i.key in keys for i in s.items)]
             if elsewhere:
-                return f"That's on the group's {elsewhere[0].label().lower()}: tick it off there."
+                label = elsewhere[0].label().lower()
+                return ListAnswer(f"That's on the group's {label}: tick it off there.")
             if target is None:
-                return self._missing(intent.name, visible, "remove")
-            return f"{_join(intent.items)} isn't on the {target.label().lower()}."
+                return ListAnswer(self._missing(intent.name, visible, "remove"))
+            return ListAnswer(f"{_join(intent.items)} isn't on the {target.label().lower()}.")
         if target is None:  # unreachable: on_it is empty without a target
             return None
         gone = {i.key for i in on_it}
         await self.store.remove_items(target.id, sorted(gone), self.clock.now())
         target.items[:] = [i for i in target.items if i.key not in gone]
-        return f"Ticked off {_join([i.text for i in on_it])}.\n{target.shown()}"
+        return ListAnswer(f"Ticked off {_join([i.text for i in on_it])}.\n{target.shown()}", target)
 
     @staticmethod
     def _overview(visible: Sequence[SharedList], own: Sequence[SharedList], thread: Thread) -> str:
@@ -255,7 +352,8 @@ LIST_TOOLS = (ADD_TO_LIST, SHOW_LIST, REMOVE_FROM_LIST)
 
 class ListTools:
     """The list tools for one reply, bound to its thread and viewer; records whether a
-    tool changed or read a list, so the reply marks the message handled."""
+    tool changed or read a list, so the reply marks the message handled, and the list of
+    this thread a tool last showed, whose tick-off buttons go under the reply."""
 
     specs = LIST_TOOLS
 
@@ -264,6 +362,7 @@ class ListTools:
         self.thread = thread
         self.viewer = viewer
         self.used = False
+        self.buttons: tuple[Button, ...] = ()
 
     @staticmethod
     def handles(name: str) -> bool:
@@ -286,6 +385,9 @@ class ListTools:
             intent = ListIntent(action="add", name=name, items=items)
         else:
             intent = ListIntent(action="remove", name=name, items=items)
-        answer = await self.lists.handle(intent, self.thread, self.viewer)
+        answer = await self.lists.answer(intent, self.thread, self.viewer)
         self.used = True
-        return answer or "error: nothing to do"
+        if answer is None:
+            return "error: nothing to do"
+        self.buttons = answer.buttons
+        return answer.text

@@ -49,7 +49,9 @@ kicked/blocked gets 403; entity offsets are UTF-16 code units.
 
 What it serves is what Alfred calls (``getMe``, ``getUpdates``, ``deleteWebhook``,
 ``setWebhook``, ``sendMessage`` (with an inline keyboard: ``reply_markup``),
-``sendDocument`` (a multipart upload), ``setMessageReaction``, ``answerCallbackQuery``);
+``sendDocument`` (a multipart upload), ``setMessageReaction``, ``answerCallbackQuery``,
+``editMessageText`` (only the bot's own messages; "message is not modified" when nothing
+changes));
 any other method is 404, like an unknown one on the real API. A user the fake knows (made
 by :meth:`FakeTelegram.user`, e.g. a group member) whose private chat was never opened
 (:meth:`FakeTelegram.private_chat`) cannot be written to: 403 "bot can't initiate
@@ -330,6 +332,9 @@ class FakeTelegram:
         self.reactions: list[JSON] = []
         #: ``answerCallbackQuery`` calls (inline-button presses the bot answered).
         self.answered_callbacks: list[JSON] = []
+        #: ``editMessageText`` calls that succeeded: chat_id, message_id, text, message
+        #: (as it now is, ``reply_markup`` included).
+        self.edited_messages: list[JSON] = []
         self.webhook_deliveries: list[WebhookDelivery] = []
 
         # Server-side state.
@@ -1363,6 +1368,46 @@ class FakeTelegram:
             raise _bad_request("query is too old or query ID is invalid")
         self.answered_callbacks.append(dict(params))
         return True
+
+    async def _api_editmessagetext(self, params: JSON) -> JSON:
+        """A message of the bot's, its text and inline keyboard replaced (a list after a
+        tick-off press): 400 for a message the chat never had or someone else's, and
+        "message is not modified" when text and keyboard are what they were."""
+        chat = self._resolve_chat(params.get("chat_id"))
+        chat_id = int(chat["id"])
+        key = (chat_id, int(params.get("message_id") or 0))
+        old = self.messages.get(key)
+        if old is None:
+            raise _bad_request("message to edit not found")
+        if (old.get("from") or {}).get("id") != self.bot_user["id"]:
+            raise _bad_request("message can't be edited")
+        text = self._plain_text(params)
+        markup = params.get("reply_markup")
+        if isinstance(markup, str):
+            markup = json.loads(markup)
+        if markup is not None and not all(
+            isinstance(b, dict) and b.get("text") and len(str(b.get("callback_data", ""))) <= 64
+            for row in markup.get("inline_keyboard", [])
+            for b in row
+        ):
+            raise _bad_request("BUTTON_DATA_INVALID")
+        if text == old.get("text") and markup == old.get("reply_markup"):
+            raise _bad_request(
+                "message is not modified: specified new message content and reply markup "
+                "are exactly the same as a current content and reply markup of the message"
+            )
+        msg = copy.deepcopy(old)
+        msg.pop("entities", None)
+        _put_text(msg, text)
+        msg.pop("reply_markup", None)
+        if markup is not None and markup.get("inline_keyboard"):
+            msg["reply_markup"] = markup
+        msg["edit_date"] = int(time.time())
+        self.messages[key] = copy.deepcopy(msg)
+        self.edited_messages.append(
+            {"chat_id": chat_id, "message_id": key[1], "text": text, "message": copy.deepcopy(msg)}
+        )
+        return msg
 
     async def _api_setmessagereaction(self, params: JSON) -> bool:
         """Bots may react with one emoji from Telegram's list, on a message the chat has."""

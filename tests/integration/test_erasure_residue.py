@@ -6,7 +6,9 @@ compacts them).
 
 The canary is a made-up word nobody else says, in a group and in a DM, in explicit
 requests and in chatter; formation and consolidation run before the erase, so it is in
-facts, notes, summaries and the journal first."""
+facts, notes, summaries and the journal first. Reminders and lists are not memories, but
+they hold her words too: her reminders, one set for her, her DM list, a circle list only
+she used and her item on the circle's list that Eli started carry the canary."""
 
 from __future__ import annotations
 
@@ -118,6 +120,10 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
             say("dana", "dm:dana", "I bought plumquartz walking boots for the October trip"),
             say("dana", "dm:dana", "remind me to fetch the plumquartz parcel tomorrow at 9"),
             say("eli", "group:fam", "@alfred remind Dana to return the plumquartz ladder Friday"),
+            say("eli", "group:fam", "@alfred add bread to the shopping list"),
+            say("dana", "group:fam", "@alfred add plumquartz jam to the shopping list"),
+            say("dana", "group:fam", "@alfred add a rope to the plumquartz list"),
+            say("dana", "dm:dana", "add plumquartz socks to the packing list"),
             {"clock": "+20m"},
             {"jobs": "drain"},
             say("dana", "dm:dana", "what do you remember about me?"),
@@ -147,6 +153,7 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
             assert f"replay_residue.{collection}" in formed, formed
         assert "replay_residue.memory_consolidated" in formed, "a summary quoted her"
         assert "replay_residue.reminders" in formed, "her reminders, and one set for her"
+        assert "replay_residue.lists" in formed, "her lists, and her item on a circle list"
         rewrites, _ = await _aof_rewrites(replay)
 
         out = await _feed(
@@ -155,7 +162,10 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
             say("dana", "dm:dana", "yes, erase everything"),
             {"jobs": "drain"},
         )
-        assert out[-1]["reply"]["text"].startswith("Done — I've erased everything about you")
+        erased = out[-1]["reply"]["text"]
+        assert erased.startswith("Done — I've erased everything about you"), erased
+        # her DM list and the circle list only she used (its rope counted among her items)
+        assert "2 reminders, 2 lists, 2 items on shared lists" in erased, erased
 
         assert await _mongo_hits(replay) == []
         assert await _redis_hits(replay) == []
@@ -170,7 +180,10 @@ async def test_nothing_of_an_erased_person_is_left_anywhere(
             m["text"] for m in (await replay.dump())["dump"]["messages"] if m["user_id"] == str(eli)
         ]
         # (his reminder request for her is kept as his message, without its words)
-        assert len(eli_said) == 3 and "[a reminder request]" in eli_said, eli_said
+        assert len(eli_said) == 4 and "[a reminder request]" in eli_said, eli_said
+        # and the circle's shopping list keeps his bread, without her jam
+        left = await _feed(replay, say("eli", "group:fam", "@alfred what's on the shopping list?"))
+        assert [o["reply"]["text"] for o in left if "reply" in o] == ["Shopping list: bread"]
     files = [p for p in data.rglob("*") if p.is_file()]
     assert any(p.name.startswith("appendonly.aof") for p in files), "the AOF is scanned"
     left = [

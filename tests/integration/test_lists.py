@@ -345,3 +345,12 @@ async def test_the_demo_builds_and_reads_a_shopping_list(
     out = await replay_lines(settings, demo_script(), tmp_path / "demo")
     texts = [r["text"] for r in replies(out) if r["in"] == "group:fam"]
     assert "Shopping list: milk, basil" in texts, texts
+    # and ticked off with a button: the list's message is edited to what is left
+    edits = [o["edit"] for o in out if "edit" in o]
+    assert edits == [
+        {
+            "in": "group:fam",
+            "text": "Alice ticked off basil.\nShopping list: milk",
+            "buttons": ["milk"],
+        }
+    ], edits

@@ -33,8 +33,9 @@ def reply(who: str, where: str, text: str) -> dict[str, Any]:
 
 
 def reminders_in(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The delivered reminders among the replies (they carry buttons)."""
-    return [r for r in replies(out) if r.get("buttons")]
+    """The delivered reminders among the replies (they carry a Done button; a shown
+    list carries buttons too, one per item)."""
+    return [r for r in replies(out) if "Done" in r.get("buttons", [])]
 
 
 async def test_a_dm_reminder_is_confirmed_and_delivered_on_time_in_that_dm_only(
