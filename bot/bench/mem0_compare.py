@@ -28,6 +28,7 @@ Why each detail:
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -213,6 +214,20 @@ class Mem0Side:
             str((hit.get("metadata") or {}).get("alfred_fact_id", hit.get("id")))
             for hit in found.get("results", [])
         ]
+
+
+def threads() -> dict[str, Any]:
+    """What decides how many threads the scans use: on a busy 2-core machine, multithreaded
+    BLAS (numpy's matrix-vector product) and OpenMP (faiss) wait on each other's cores and
+    a scan of 19k vectors takes tens of ms instead of one (docs/scaling.md)."""
+    import faiss
+
+    return {
+        "cpus": os.cpu_count(),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "faiss": int(faiss.omp_get_max_threads()),
+    }
 
 
 def recall(returned: Sequence[str], exact: Sequence[str], k: int) -> float:

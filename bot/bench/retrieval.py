@@ -170,6 +170,7 @@ async def _compare(
         Mem0Side,
         NetworkGuard,
         recall,
+        threads,
     )
 
     seen = [is_visible(p, viewer) for p in world.partitions]
@@ -231,6 +232,7 @@ async def _compare(
 
     return {
         "compare": "mem0",
+        "threads": threads(),
         "queries": len(asked),
         "latency_ms": percentiles(samples["alfred"]),
         "mean_ms": mean(samples["alfred"]),

@@ -113,6 +113,7 @@ def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
     assert result["compare"] == "mem0" and result["facts"] == 200 and result["queries"] == 12
     assert result["others"] == 180, "the viewer's 200 among 380 (10 of every 19)"
     assert result["backend"] == "application"
+    assert result["threads"]["faiss"] >= 1 and result["threads"]["cpus"] >= 1
     mem0, floor = result["mem0"], result["floor"]
     assert mem0["store"] == "faiss"
     assert mem0["memories"] == 380 and mem0["viewer_memories"] == floor["vectors"] == 200
