@@ -148,3 +148,15 @@ def facts(n: int, seed: int = 7) -> list[str]:
 def questions(n: int, seed: int = 11) -> list[str]:
     rng = random.Random(seed)
     return [_fill(rng.choice(QUESTIONS), rng) for _ in range(n)]
+
+
+def distinct_questions(n: int, seed: int = 11) -> list[str]:
+    """Up to ``n`` questions, none repeated, so that no cache of query embeddings could
+    answer a timed query (the templates allow about a thousand distinct ones)."""
+    rng = random.Random(seed)
+    seen: dict[str, None] = {}
+    for _ in range(n * 50):
+        if len(seen) >= n:
+            break
+        seen.setdefault(_fill(rng.choice(QUESTIONS), rng), None)
+    return list(seen)

@@ -106,8 +106,46 @@ def test_bench_retrieval(tmp_path: Path) -> None:
     assert result["facts"] == 150 and result["queries"] == 6
     assert result["backend"] == "application"
     assert result["queries_with_results"] == 6
+    assert "mem0" not in result and "floor" not in result, "no comparison unless asked"
     latency = result["latency_ms"]
     assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+
+
+def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
+    args = ("retrieval", "--facts", "200", "--queries", "12", "--compare", "mem0", "--json")
+    result, _ = bench(tmp_path, *args)
+    assert result is not None
+    assert result["compare"] == "mem0" and result["facts"] == 200 and result["queries"] == 12
+    assert result["others"] == 180, "the viewer's 200 among 380 (10 of every 19)"
+    assert result["backend"] == "application"
+    assert result["threads"]["faiss"] >= 1 and result["threads"]["cpus"] >= 1
+    mem0, floor = result["mem0"], result["floor"]
+    assert mem0["store"] == "faiss"
+    assert mem0["memories"] == 380 and mem0["viewer_memories"] == floor["vectors"] == 200
+    # every timed mem0 search embedded its own query; nothing went beyond this machine
+    assert mem0["query_embeddings"] == 12
+    assert mem0["network_attempts"] == 0
+    for figures in (result, mem0, floor):
+        latency = figures["latency_ms"]
+        assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+    for share in (result["recall_vs_exact"], result["dense_recall_vs_exact"]):
+        assert 0.0 <= share <= 1.0
+    assert 0.0 <= mem0["recall_vs_exact"] <= 1.0
+    assert 0 <= mem0["returned"]["min"] <= mem0["returned"]["mean"] <= 10
+    # the floor scans exactly the viewer's vectors, and Alfred's dense leg sees them all
+    assert floor["recall_vs_exact"] == 1.0
+    assert result["dense_recall_vs_exact"] == 1.0
+    assert result["queries_with_results"] == 12
+
+
+def test_bench_retrieval_plots_the_comparison(tmp_path: Path) -> None:
+    png = tmp_path / "retrieval.png"
+    args = ("retrieval", "--plot", str(png), "--sizes", "60", "--queries", "3", "--compare")
+    result, _ = bench(tmp_path, *args, "mem0", "--json")
+    assert result is not None and result["plot"] == str(png)
+    assert [point["facts"] for point in result["series"]] == [60]
+    assert result["series"][0]["mem0"]["memories"] == 60 + 54
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _locomo_file(path: Path) -> Path:
