@@ -14,6 +14,12 @@ up on both halves (0-1: 0.694 -> 0.760, 2-4: 0.709 -> 0.746) and in every catego
 Putting the context into the keyword index as well did worse (0.731: the previous
 turn's words then match as strongly as the turn's own), and so did adding the next
 turn too (0.745, and multi-hop fell).
+
+Privacy: a context is searched wherever its memory is, since a word of it can make the
+memory found. A writer may only give a memory a context that is visible wherever the
+memory is (the turns of one partition's conversation, as the benchmark stores them).
+Formation does not give its facts one: they are the model's self-contained sentences,
+and in a group the message before a member's statement is often someone else's words.
 """
 
 from __future__ import annotations
