@@ -15,6 +15,7 @@ from memory.constants import FACT_MAX_WORDS
 from memory.ids import content_hash, new_id
 from memory.models import Category, Fact, Partition, Provenance
 from memory.ports import Clock, Embedder
+from memory.search.context import clip_context, embedding_text
 
 
 class FactWriteStore(Protocol):
@@ -78,11 +79,15 @@ class FactWriter:
         """Store facts (content, category, importance, partition, provenance) in one batch
         embedding call; returns each stored fact and whether it was new. ``pinned`` facts
         (what a person asked Alfred to remember) never fade with age."""
-        cleaned = [(self._clip(c), cat, imp, p, prov) for c, cat, imp, p, prov in items]
+        cleaned = [(self._clip(c), cat, imp, p, _clipped(prov)) for c, cat, imp, p, prov in items]
         cleaned = [row for row in cleaned if row[0]]
         if not cleaned:
             return []
-        vectors = await self.embedder.embed([row[0] for row in cleaned])
+        # A turn of a conversation is embedded with the message it answered (its
+        # provenance's context): memory.search.context says why and what it measured.
+        vectors = await self.embedder.embed(
+            [embedding_text(row[0], row[4].context) for row in cleaned]
+        )
         now = self.clock.now()
         out: list[tuple[Fact, bool]] = []
         for (content, category, importance, partition, provenance), vector in zip(
@@ -132,7 +137,9 @@ class FactWriter:
         reason: str | None = None,
         importance: int | None = None,
     ) -> Fact | None:
-        """UPDATE: new wording for an existing fact, the old one kept in its history."""
+        """UPDATE: new wording for an existing fact, the old one kept in its history. The
+        new wording is embedded alone and the store drops the old one's context: the
+        message the old wording answered does not explain the new one."""
         content = self._clip(content)
         vector = (await self.embedder.embed([content]))[0]
         return await self.store.update_content(
@@ -145,3 +152,11 @@ class FactWriter:
             reason=reason,
             importance=importance,
         )
+
+
+def _clipped(provenance: Provenance) -> Provenance:
+    """``provenance`` with its context cut to what is embedded (nothing more is stored)."""
+    context = clip_context(provenance.context)
+    if context == provenance.context:
+        return provenance
+    return provenance.model_copy(update={"context": context})

@@ -225,6 +225,9 @@ class Provenance(BaseModel):
     source: Literal["conversation", "explicit", "correction", "calendar", "import", "operator"] = (
         "conversation"
     )
+    #: The message this memory answered, when the memory is a turn of a conversation: it
+    #: is embedded with the memory (memory.search.context), never shown or keyword-searched.
+    context: str | None = None
 
 
 class FactVersion(BaseModel):

@@ -2,9 +2,15 @@
 
 Every turn of a conversation is stored as a fact through the normal write path
 (embedded, hashed, in one partition per conversation, prefixed with its session date
-and speaker), and every question of categories 1-4 goes through the normal retrieval
-path (heuristic bypassed) as the conversation's owner. A question scores the share of
-its evidence turns found among the k results. The data file is read where it lies.
+and speaker, with the turn it answered as its context: the previous turn of its
+session, which memory.search.context embeds with it), and every question of categories
+1-4 goes through the normal retrieval path (heuristic bypassed) as the conversation's
+owner, with the reply path's retrieval settings (relevance floors included; only the
+time limits are lifted, so a loaded machine does not drop legs). A question scores the
+share of its evidence turns found among the k results. Recall is reported overall, per
+category, per conversation and on two halves of the development set (conversations 0-1
+and 2-4): a change to ranking is worth keeping only if it helps both. The data file is
+read where it lies.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import json
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +44,8 @@ from runtime.settings import load_settings
 
 DEFAULT_DATA = Path("../shared/benchmarks/locomo/locomo-dev.json")
 CATEGORIES = ("1", "2", "3", "4")
+#: The two halves of the development set that a change must improve both of.
+HALVES = {"0-1": frozenset({0, 1}), "2-4": frozenset({2, 3, 4})}
 
 
 def parse_range(text: str) -> list[int]:
@@ -52,6 +61,14 @@ def parse_range(text: str) -> list[int]:
     return out
 
 
+def _said(turn: dict[str, Any]) -> str:
+    """A turn as one line: speaker, words and the caption of a photo it shares."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
 def turns(sample: dict[str, Any], *, dated: bool) -> list[tuple[str, str]]:
     """(dia_id, text) for every turn, with the session date and speaker in front."""
     conv = sample["conversation"]
@@ -60,10 +77,22 @@ def turns(sample: dict[str, Any], *, dated: bool) -> list[tuple[str, str]]:
     while f"session_{n}" in conv:
         date = conv.get(f"session_{n}_date_time", "")
         for turn in conv[f"session_{n}"]:
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [shares a photo: {turn['blip_caption']}]"
+            text = _said(turn)
             out.append((turn["dia_id"], f"[{date}] {text}" if dated and date else text))
+        n += 1
+    return out
+
+
+def replied_to(sample: dict[str, Any]) -> dict[str, str]:
+    """dia_id -> the turn it answered: the previous turn of the same session (a
+    session's first turn answers nothing)."""
+    conv = sample["conversation"]
+    out: dict[str, str] = {}
+    n = 1
+    while f"session_{n}" in conv:
+        session = conv[f"session_{n}"]
+        for before, turn in pairwise(session):
+            out[turn["dia_id"]] = _said(before)
         n += 1
     return out
 
@@ -101,6 +130,7 @@ async def run_locomo(
     fusion: FusionConfig,
     *,
     dated: bool,
+    context: bool = True,
     data_dir: Path | None,
 ) -> dict[str, Any]:
     samples = await asyncio.to_thread(load_samples, data)
@@ -108,9 +138,11 @@ async def run_locomo(
     if not chosen:
         raise typer.BadParameter(f"no conversations {conversations} in {data}")
     clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
-    config = RetrievalConfig(fusion=fusion, min_dense=0.0, leg_timeout_s=30, embed_timeout_s=30)
+    # The reply path's retrieval (floors included); only the time limits are lifted.
+    config = RetrievalConfig(fusion=fusion, leg_timeout_s=30, embed_timeout_s=30)
     max_k = max(ks)
     hits: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    by_conversation: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
     async with bench_world(
         load_settings(),
@@ -124,16 +156,25 @@ async def run_locomo(
             total_turns = sum(len(turns(x, dated=dated)) for x in chosen)
             task = bar.add_task("storing turns", total=total_turns)
             dia_of: dict[str, dict[str, set[str]]] = {}
-            for sample in chosen:
+            index_of: dict[str, int] = {}
+            for number, sample in zip(conversations, chosen, strict=False):
                 owner = f"locomo-{sample['sample_id']}"
+                index_of[owner] = number
                 partition = Partition.dm(owner)
                 mapping: dict[str, set[str]] = defaultdict(set)
                 rows = turns(sample, dated=dated)
+                answered = replied_to(sample) if context else {}
                 for start in range(0, len(rows), 64):
                     batch = rows[start : start + 64]
                     stored = await writer.add_many(
                         [
-                            (text, Category.FACT, 5, partition, Provenance(message_ids=[dia]))
+                            (
+                                text,
+                                Category.FACT,
+                                5,
+                                partition,
+                                Provenance(message_ids=[dia], context=answered.get(dia)),
+                            )
                             for dia, text in batch
                         ]
                     )
@@ -159,12 +200,30 @@ async def run_locomo(
                 category = str(q["category"])
                 for k in ks:
                     seen = set().union(*found[:k]) if found[:k] else set()
-                    hits[category][k].append(len(evidence & seen) / len(evidence))
+                    share = len(evidence & seen) / len(evidence)
+                    hits[category][k].append(share)
+                    by_conversation[index_of[owner]][k].append(share)
                 bar.advance(task)
     all_scores = {k: [v for c in hits.values() for v in c[k]] for k in ks}
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 4) if values else 0.0
+
+    halves = {
+        name: {
+            str(k): mean([v for n, row in by_conversation.items() if n in members for v in row[k]])
+            for k in ks
+        }
+        for name, members in HALVES.items()
+        if members & by_conversation.keys()
+    }
     return {
         "questions": len(questions),
         "recall": {str(k): round(sum(v) / len(v), 4) if v else 0.0 for k, v in all_scores.items()},
+        "by_half": halves,
+        "by_conversation": {
+            str(n): {str(k): mean(row[k]) for k in ks} for n, row in sorted(by_conversation.items())
+        },
         "by_category": {
             c: {
                 str(k): round(sum(hits[c][k]) / len(hits[c][k]), 4) if hits[c][k] else 0.0
@@ -181,6 +240,7 @@ async def run_locomo(
         },
         "conversations": conversations,
         "date_prefix": dated,
+        "turn_context": context,
     }
 
 
@@ -200,6 +260,13 @@ def register(app: typer.Typer) -> None:
         ] = FusionConfig().dense_weight,
         no_date: Annotated[
             bool, typer.Option("--no-date", help="Do not prefix session dates.")
+        ] = False,
+        no_context: Annotated[
+            bool,
+            typer.Option(
+                "--no-context",
+                help="Embed each turn alone, without the turn it answered.",
+            ),
         ] = False,
         data_dir: DataDirOption = None,
         as_json: JsonOption = False,
@@ -223,6 +290,7 @@ def register(app: typer.Typer) -> None:
                     ks,
                     config,
                     dated=not no_date,
+                    context=not no_context,
                     data_dir=data_dir,
                 )
             )
@@ -236,6 +304,10 @@ def register(app: typer.Typer) -> None:
         lines += [f"  recall@{kk}: {v:.3f}" for kk, v in result["recall"].items()]
         for c, row in result["by_category"].items():
             lines.append(f"  category {c}: " + ", ".join(f"@{kk} {v:.3f}" for kk, v in row.items()))
+        for name, row in result["by_half"].items():
+            lines.append(
+                f"  conversations {name}: " + ", ".join(f"@{kk} {v:.3f}" for kk, v in row.items())
+            )
         lines.append(
             f"  latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms"
         )

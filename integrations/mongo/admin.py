@@ -42,6 +42,7 @@ from memory.constants import (
 )
 from memory.models import Clarification, Consolidated, Fact, Reflection, Viewer
 from memory.privacy import and_visible
+from memory.search.context import embedding_text
 
 Document = dict[str, Any]
 
@@ -159,15 +160,22 @@ class MongoAdminQueries:
     async def stale_embeddings(
         self, model: str, dims: int, *, limit: int, skip_ids: Sequence[str] = ()
     ) -> list[tuple[str, str]]:
-        """The next ``limit`` facts to re-embed, as ``(id, content)``, in id order.
+        """The next ``limit`` facts to re-embed, as ``(id, text to embed)``, in id order:
+        the content, followed by the message it answered when it has one, as the writer
+        embedded it (memory.search.context).
 
         The query itself is the resume point: a re-embedded fact no longer matches, so a
         run that was killed continues where it stopped."""
         query: Document = stale_embedding_filter(model, dims)
         if skip_ids:
             query = {"$and": [query, {"_id": {"$nin": list(skip_ids)}}]}
-        cursor = self._db[FACTS].find(query, {"content": 1}).sort("_id", 1).limit(limit)
-        return [(str(d["_id"]), str(d.get("content", ""))) async for d in cursor]
+        fields = {"content": 1, "provenance.context": 1}
+        cursor = self._db[FACTS].find(query, fields).sort("_id", 1).limit(limit)
+        out: list[tuple[str, str]] = []
+        async for d in cursor:
+            context = (d.get("provenance") or {}).get("context")
+            out.append((str(d["_id"]), embedding_text(str(d.get("content", "")), context)))
+        return out
 
     # --- mem0 reconciliation ----------------------------------------------------------
 

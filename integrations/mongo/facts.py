@@ -115,6 +115,9 @@ class MongoFactStore:
             },
             "$inc": {"version": 1, "rev": 1},
             "$push": {"history": old.model_dump()},
+            # The message the old wording answered does not explain the new one, which is
+            # embedded alone (memory.facts.FactWriter.reword): re-embedding must agree.
+            "$unset": {"provenance.context": ""},
         }
         try:
             new = await self._facts.find_one_and_update(

@@ -23,6 +23,11 @@ conversations 0-2 and 3-4, and bigger pools cost latency), dense weight 0.45 / 0
 0.708 / 0.698 (0.45 gains on 0-2 only), pseudo-relevance feedback on the query vector
 0.707 and MMR diversification 0.700.
 
+With each turn embedded with the turn it answered (memory/search/context.py: 0.750) the
+weights were measured again and stay: dense 0.45 / 0.55 / 0.6 give 0.745 / 0.751 / 0.739,
+and 0.55 moves neither half by more than 0.001 (it loses a little on 0-1); docs/scaling.md
+has the table.
+
 Both fusions return relevance in [0, 1] so that :func:`blend` can mix it with the other
 signals on one scale ("normalise before blending").
 

@@ -188,6 +188,11 @@ def test_bench_locomo(tmp_path: Path) -> None:
     assert recall[4] == 1.0
     # each question names its turn's own words: the first result is the right turn
     assert recall[1] >= 0.75
+    # one conversation, number 0: its figures are those of the half 0-1, and there is
+    # no 2-4 half to report
+    assert result["by_conversation"] == {"0": result["recall"]}
+    assert result["by_half"] == {"0-1": result["recall"]}
+    assert result["turn_context"] is True
 
 
 def test_bench_locomo_without_its_data_says_so(tmp_path: Path) -> None:
