@@ -41,14 +41,14 @@ from bot.bench.fake_openai import (
     json_task_handler,
     server_error,
 )
-from bot.telegram.handlers.messages import NON_TEXT_REPLY
+from bot.telegram.handlers.messages import MEMORY_RESTARTING, NON_TEXT_REPLY
 from bot.telegram.run import run_bot
 from integrations.mongo.connection import MongoHandle
 from integrations.redis.connection import RedisHandle
 from memory.errors import ConfigurationError
 from runtime.embedded import acquire
 from runtime.settings import Settings
-from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
+from services.reply.assistant import LLM_DOWN
 from services.reply.commands import UNKNOWN_COMMAND
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
@@ -696,7 +696,7 @@ async def test_database_down_apologises_spools_and_replays(
         async with bot_env(tg) as bot:
             monkeypatch.setattr(MongoJournal, "append", down)
             sent = await bot.say(lost)
-            assert _texts(sent) == [MEMORY_DOWN]
+            assert _texts(sent) == [MEMORY_RESTARTING]
             assert await bot.say(tg.text_message(family, ann, "we're out of milk")) == []
             # both updates are in the spool under the data folder
             lines = (await asyncio.to_thread(spool_file.read_text)).splitlines()
