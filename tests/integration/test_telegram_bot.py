@@ -735,6 +735,38 @@ async def test_database_down_apologises_spools_and_replays(
             assert "spare key" in recall["text"]
 
 
+async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replayed(
+    bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leave that cannot be written (the database down) is not dropped: it is spooled
+    like a message and applied by the replay, so the circle's memories leave the DM of
+    the person who left."""
+    from integrations.mongo.directory import MongoDirectory
+
+    async def down(self: MongoDirectory, *args: Any) -> Any:
+        raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+
+    async with FakeTelegram(bot_username="alfred") as tg:
+        ann, ben = tg.user("Ann", username="ann"), tg.user("Ben", username="ben")
+        family = tg.group_chat(title="Family", members=[ann, ben])
+        async with bot_env(tg) as bot:
+            await bot.say(tg.text_message(family, ann, "@alfred remember that we meet at six"))
+            assert await bot.say(tg.new_chat_members(family, ben, [ben])) == []
+            circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+            assert circle is not None and str(ben["id"]) in circle["member_ids"]
+            monkeypatch.setattr(MongoDirectory, "upsert_circle", down)
+            assert await bot.say(tg.left_chat_member(family, ben, ben)) == []
+            monkeypatch.undo()
+            lines = (await asyncio.to_thread(spool_file.read_text)).splitlines()
+            spooled = [json.loads(line) for line in lines]
+            assert [u["message"]["left_chat_member"]["id"] for u in spooled] == [ben["id"]]
+        async with bot_env(tg) as bot:  # the next start replays the spool
+            await bot.sync()
+            circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+            assert circle is not None and str(ben["id"]) not in circle["member_ids"]
+            assert not await asyncio.to_thread(spool_file.exists)
+
+
 async def test_webhook_without_a_configured_secret_uses_a_stable_one(bot_env: Any) -> None:
     """Replicas behind one webhook must agree on the secret Telegram sends."""
     port = free_port()
