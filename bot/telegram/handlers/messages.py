@@ -12,6 +12,7 @@ timeout, and replayed when the database is back.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -70,6 +71,8 @@ class Messages:
                 )
             return
         replayed = self.spool is not None and self.spool.replayed(update.update_id)
+        if replayed:  # handled again even if its journal entry was written before it failed
+            inc = dataclasses.replace(inc, replayed=True)
         # Who asked gets one apology; a replayed message's person had theirs already.
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
