@@ -356,3 +356,36 @@ async def test_a_message_in_flight_when_the_database_dies_is_told_so_at_once(
     finally:
         await client.close()
         await asyncio.to_thread(mongo.release)
+
+
+async def test_a_hung_model_does_not_hold_a_correction_past_the_explicit_budget(
+    bot_env: Any,
+) -> None:
+    """A second "remember that" about the same thing asks the model whether it replaces
+    the first (the update decision): with the model hung, that call has the same short
+    budget as the extraction, so the person is answered and the new words are stored."""
+    async with (
+        FakeOpenAI(embedding_dimensions=8, chat_handler=HungModel()) as model,
+        FakeTelegram(bot_username="alfred") as tg,
+        bot_env(
+            tg,
+            openai_api_key=SecretStr("test-key"),
+            openai_base_url=model.base_url,
+            embeddings_provider="local",
+            llm_timeout=3600.0,  # each try would wait an hour, three times
+            llm_explicit_budget=0.5,
+        ) as bot,
+    ):
+        cy = tg.user("Cy", username="cy")
+        dm = tg.private_chat(cy)
+        first = "remember that my passport is in the red folder"
+        (reply,) = await bot.say(tg.text_message(dm, cy, first))
+        assert reply["text"] == GOT_IT
+        second = "remember that my passport is in the blue folder"
+        (reply,) = await bot.say(tg.text_message(dm, cy, second))
+        assert reply["text"] == GOT_IT
+        stored = await bot.db[FACTS].find({"content": {"$regex": "passport"}}).to_list()
+        assert sorted(f["content"] for f in stored) == [
+            "Cy's passport is in the blue folder",
+            "Cy's passport is in the red folder",
+        ]
