@@ -151,10 +151,12 @@ async def form_thread(ctx: Ctx, request_id: str) -> dict[str, Any]:
     """Form the thread of outbox request ``request_id`` (see ``process_request``)."""
     rt = runtime(ctx).duties
     job_try = int(ctx.get("job_try", 1))
+    job_id = str(ctx.get("job_id") or request_id)
     try:
-        outcome = await process_request(
-            rt, request_id, job_id=str(ctx.get("job_id") or request_id), job_try=job_try
-        )
+        # A short, renewed in-progress marker: if this worker is killed, another one
+        # takes the job up within ``job_lease`` (its lock has lapsed by then).
+        async with JobQueue(ctx["redis"]).running(job_id, rt.config.job_lease):
+            outcome = await process_request(rt, request_id, job_id=job_id, job_try=job_try)
     except LockBusy:
         raise Retry(defer=rt.config.lock_wait(job_try)) from None
     except MoreLeft as more:

@@ -7,6 +7,7 @@ the person was explicit. Only a conflict the background finds may become a quest
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -27,7 +28,13 @@ SUPERSEDE_CANDIDATES = 3
 
 
 async def supersede(
-    facts: FactStore, llm: LLM, new: Sequence[Fact], *, reason: str, at: datetime
+    facts: FactStore,
+    llm: LLM,
+    new: Sequence[Fact],
+    *,
+    reason: str,
+    at: datetime,
+    budget: float | None = None,
 ) -> list[Fact]:
     """Retire the current facts that ``new`` (just stated by the person, explicitly)
     gives another value for: each stays as history, invalidated, and exactly one
@@ -35,7 +42,9 @@ async def supersede(
 
     The same update decision as formation's decides what is the same thing (the
     model, or the offline rules by slot), told that the facts are explicit; it runs
-    only when a fact of the partition is a candidate (similar enough, or the same slot)."""
+    only when a fact of the partition is a candidate (similar enough, or the same slot).
+    ``budget`` bounds the model's time (the person is waiting: past it, nothing is
+    replaced now, and formation reads the message later)."""
     candidates: list[CandidateFact] = []
     allowed: dict[int, dict[str, Fact]] = {}
     for i, fact in enumerate(new):
@@ -57,9 +66,13 @@ async def supersede(
         new_facts=[f.content for f in new], candidates=candidates, explicit=True
     )
     try:
-        decisions = (await llm.run(DECIDE_UPDATES, ctx)).decisions
+        async with asyncio.timeout(budget):
+            decisions = (await llm.run(DECIDE_UPDATES, ctx)).decisions
     except (LLMOutputError, Unavailable) as exc:
         log.warning("hot-path update decision failed, nothing replaced: %s", exc.one_line())
+        return []
+    except TimeoutError:
+        log.warning("hot-path update decision took over %gs, nothing replaced", budget)
         return []
     replaced: list[Fact] = []
     for decision in decisions:

@@ -213,7 +213,9 @@ class MemoryOperations:
 
     async def supersede(self, new: Sequence[Fact], *, reason: str) -> list[Fact]:
         """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`)."""
-        return await supersede(self.facts, self.llm, new, reason=reason, at=self.clock.now())
+        return await supersede(
+            self.facts, self.llm, new, reason=reason, at=self.clock.now(), budget=self.model_budget
+        )
 
     async def correct(
         self,

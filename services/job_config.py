@@ -17,7 +17,15 @@ class JobsConfig:
 
     #: A formation lock lives this long unless renewed; a live job renews it every third,
     #: so a killed worker's lock lapses within this time and another worker takes over.
-    lock_ttl: float = 30.0
+    #: Short, because recovery from a killed worker waits for it (docs/reliability.md);
+    #: long enough that a Redis restart (well under a second) does not lose it.
+    lock_ttl: float = 4.0
+    #: arq's "in progress" marker of a running formation job lives this long unless
+    #: renewed (the job renews it every quarter, beside the lock): a killed worker's job
+    #: is taken up again by any live worker within this time, instead of after arq's own
+    #: marker lifetime (the job timeout + 10 s). Longer than ``lock_ttl``, so the lock has
+    #: lapsed by the time another worker starts the job.
+    job_lease: float = 6.0
     #: A job that finds its thread locked is retried after this long, growing per try.
     lock_busy_defer: float = 5.0
     #: Transient failures (database, Redis, LLM down) back off ``base * 2**(try-1)``.

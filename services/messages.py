@@ -59,6 +59,9 @@ class Incoming:
     #: The Telegram id of that message of Alfred's (a reply to a delivered reminder
     #: snoozes that reminder).
     reply_to_bot_message_id: int | None = None
+    #: Replayed from the spool: it failed part-way before (maybe after its journal entry
+    #: was written), so a journal entry already there does not mean it was answered.
+    replayed: bool = False
 
     @property
     def is_group(self) -> bool:

@@ -29,9 +29,12 @@ Drills: ``kill-mongo`` and ``kill-redis`` (``kill -9`` of the embedded server; i
 supervisor starts it again); ``model-errors`` (HTTP 500), ``model-garbage`` (answers that
 are not JSON) and ``model-hang`` (no answer at all) from a third of the messages to two
 thirds; ``kill-worker`` (a worker process of its own, ``kill -9`` while it forms; a new
-one starts at once; its ``recovery_s`` is until no formation is open). Not drilled yet:
-model faults during formation, and a busy group before a DM (``alfred bench telegram``
-measures that one); see docs/reliability.md.
+one starts at once; its ``recovery_s`` is until no formation is open);
+``formation-errors``, ``formation-garbage`` and ``formation-slow`` (formation's model
+calls fail or lag while the chat path is answered; the messages are statements, and
+``recovery_s`` runs from the model's recovery until no formation is open; a message
+marked formed that no good extraction read counts as lost); and ``busy-group``
+(:mod:`bot.bench.fault_drills`). See docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -67,6 +70,15 @@ from bot.bench.fake_openai import (
     server_error,
     text_task_handler,
 )
+from bot.bench.fault_drills import (
+    DATABASE,
+    KILL_WAIT_S,
+    FormationModel,
+    busy_group,
+    formation_fault,
+    formation_figures,
+    settled,
+)
 from bot.telegram.run import run_bot
 from integrations.mongo.outbox import FORMATION_REQUESTS
 from memory.constants import FACTS, MESSAGES
@@ -78,8 +90,6 @@ from runtime.settings import load_settings
 
 GOT_IT = "Got it, I'll remember that."
 START_S = 120.0  # the first start loads the local embedding model
-DATABASE = "alfred_bench_faults"
-KILL_WAIT_S = 30.0  # kill-worker: how long after the traffic a formation may still start
 
 
 async def _hang(request: RecordedRequest) -> Any:
@@ -105,6 +115,16 @@ class Drill:
     #: Run the worker as a process of its own and ``kill -9`` it in the middle of its
     #: first job; a new worker is started at once.
     worker: bool = False
+    #: How formation's model calls fail from a third of the messages to two thirds
+    #: (:class:`bot.bench.fault_drills.FormationModel`); the chat path is answered well.
+    #: The messages are statements (not "remember that"): what is learned, formation
+    #: learns.
+    formation: str | None = None
+
+    @property
+    def answer(self) -> str | None:
+        """The confirmation each message gets (None: any answer)."""
+        return None if self.formation else GOT_IT
 
 
 DRILLS: dict[str, Drill] = {
@@ -114,7 +134,15 @@ DRILLS: dict[str, Drill] = {
     "model-garbage": Drill(model=_garbage),
     "model-hang": Drill(model=_hang),
     "kill-worker": Drill(worker=True),
+    "formation-errors": Drill(formation="errors"),
+    "formation-garbage": Drill(formation="garbage"),
+    "formation-slow": Drill(formation="slow"),
 }
+#: Not a :class:`Drill` of the traffic above: ``alfred bench telegram``'s run
+#: (:func:`bot.bench.fault_drills.busy_group`).
+BUSY_GROUP = "busy-group"
+BUSY_MENTIONS = 40
+ALL_DRILLS = [*DRILLS, BUSY_GROUP]
 #: Words that make a thread's messages reach a formation (~1,000 tokens) every 8 or so.
 FILLER = (
     " (for the record, and so that there is something to learn from: we walked along "
@@ -194,8 +222,10 @@ async def _run(
     interval: float,
     deadline_s: float,
 ) -> dict[str, Any]:
+    formation_model = FormationModel(text_task_handler(_chat_or_task))
+    handler = formation_model if drill.formation else text_task_handler(_chat_or_task)
     async with (
-        FakeOpenAI(chat_handler=text_task_handler(_chat_or_task), record=False) as model,
+        FakeOpenAI(chat_handler=handler, record=False) as model,
         FakeBotApi() as api,
     ):
         settings = load_settings().model_copy(
@@ -231,9 +261,15 @@ async def _run(
             warm = len(api.sent)
             traffic = _Traffic()
             killer: asyncio.Task[float | None] | None = None
+            ender: asyncio.Task[float] | None = None
             if worker is not None:
                 await worker.start()
                 killer = asyncio.create_task(worker.kill_mid_job())
+            # From the kill (kill-worker) or the model's recovery (formation drills):
+            # when no formation request was open any more, watched as it happens.
+            settle: asyncio.Task[float | None] | None = None
+            if killer is not None:
+                settle = asyncio.create_task(settled(folder, killer, deadline_s))
             fault_at = 0.0
             fault_end: float | None = None
             restart: asyncio.Task[float | None] | None = None
@@ -245,12 +281,20 @@ async def _run(
                         restart = _kill(lease, drill.kill)
                     if drill.model is not None:
                         model.set_handler(drill.model)
+                    if drill.formation is not None:
+                        ender = asyncio.create_task(
+                            formation_fault(formation_model, drill.formation)
+                        )
+                        settle = asyncio.create_task(settled(folder, ender, deadline_s))
                 if n == 2 * messages // 3 and drill.model is not None:
                     model.set_handler(None)
                     fault_end = time.perf_counter()
                 k = n % senders
                 word = _word(n)
-                text = f"remember that my code {n} is {word}" + (FILLER if drill.worker else "")
+                said = f"my code {n} is {word}"
+                if drill.formation is None:
+                    said = f"remember that {said}"
+                text = said + (FILLER if drill.worker or drill.formation else "")
                 update = api.push_text(chats[k], people[k], text)
                 traffic.messages.append(
                     _Message(
@@ -259,7 +303,7 @@ async def _run(
                 )
                 await asyncio.sleep(interval)
             done = await _first(
-                lambda: _confirmed(api, chats, warm) >= messages or bot.done(),
+                lambda: _confirmed(api, chats, warm, drill.answer) >= messages or bot.done(),
                 time.perf_counter() + deadline_s,
             )
             if restart is not None:
@@ -277,15 +321,30 @@ async def _run(
             url = state.url if state else ""
             deadline = time.perf_counter() + deadline_s
             figures = await _count(
-                name, api, chats, warm, traffic, url, fault_at, fault_end, deadline
+                name, api, chats, warm, traffic, url, fault_at, fault_end, deadline, drill
             )
             if drill.kill is None:
                 figures["server_restart_s"] = None
+            # Neither the worker nor formation is on the reply path: what they recover
+            # is formations (from the kill, or from the model's recovery).
+            settled_at = await settle if settle is not None else None
+            if ender is not None:
+                fault_end = await ender
+            since = fault_at if worker is not None else fault_end
+            if settle is not None:
+                ok = settled_at is not None and since and figures["formations_open"] == 0
+                figures["recovery_s"] = (
+                    round(settled_at - since, 3) if ok and settled_at and since else None
+                )
             if worker is not None:
-                # The worker is not on the reply path: what it recovers is formations.
-                struck = fault_at > 0 and figures["formations_open"] == 0
-                figures["recovery_s"] = figures["formations_settled_s"] if struck else None
                 figures["worker_killed"] = fault_at > 0
+            if drill.formation is not None:
+                figures.update(
+                    await formation_figures(
+                        url, [m.word for m in traffic.messages], formation_model
+                    )
+                )
+                figures["lost"] += figures["formed_unlearned"]
             return figures
         finally:
             if worker is not None:
@@ -375,9 +434,9 @@ async def _restarted(lease: Any, kind: Kind, old_pid: int) -> float | None:
     return None
 
 
-def _confirmed(api: FakeBotApi, chats: list[dict[str, Any]], warm: int) -> int:
+def _confirmed(api: FakeBotApi, chats: list[dict[str, Any]], warm: int, answer: str | None) -> int:
     ids = {c["id"] for c in chats}
-    return sum(1 for s in api.sent[warm:] if s.chat_id in ids and s.text == GOT_IT)
+    return sum(1 for s in api.sent[warm:] if s.chat_id in ids and answer in (None, s.text))
 
 
 async def _count(
@@ -390,15 +449,20 @@ async def _count(
     fault_at: float,
     fault_end: float | None,
     deadline: float,
+    drill: Drill,
 ) -> dict[str, Any]:
     sent_after = api.sent[warm:]
+
+    def confirms(text: str) -> bool:
+        return drill.answer in (None, text)
+
     per_chat_sent: dict[int, int] = {}
     for m in traffic.messages:
         per_chat_sent[m.chat_id] = per_chat_sent.get(m.chat_id, 0) + 1
     confirmed = 0
     duplicated = 0
     for chat_id, count in per_chat_sent.items():
-        got = sum(1 for s in sent_after if s.chat_id == chat_id and s.text == GOT_IT)
+        got = sum(1 for s in sent_after if s.chat_id == chat_id and confirms(s.text))
         confirmed += min(got, count)
         duplicated += max(0, got - count)
     # recovery: the first confirmation of a message sent after the fault, per chat in order
@@ -408,7 +472,7 @@ async def _count(
     for chat in chats:
         mine = [m for m in traffic.messages if m.chat_id == chat["id"]]
         replies = [s for s in sent_after if s.chat_id == chat["id"]]
-        got_its = [s for s in replies if s.text == GOT_IT]
+        got_its = [s for s in replies if confirms(s.text)]
         for index, m in enumerate(mine):
             if m.at < fault_at or index >= len(got_its):
                 continue
@@ -431,9 +495,12 @@ async def _count(
                 journaled = await db[MESSAGES].count_documents(
                     {"text": {"$regex": re.escape(m.word)}, "role": "user"}
                 )
-                fact = await db[FACTS].find_one({"content": {"$regex": re.escape(m.word)}})
+                # Formation drills: learning waits for formation (counted apart).
+                fact = drill.formation or await db[FACTS].find_one(
+                    {"content": {"$regex": re.escape(m.word)}}
+                )
                 journal_dupes += max(0, journaled - 1)
-                stored += int(journaled >= 1 and fact is not None)
+                stored += int(journaled >= 1 and bool(fact))
             formations = await _formations(db, deadline)
             settled = time.perf_counter()
         finally:
@@ -469,26 +536,52 @@ async def _formations(db: Any, deadline: float) -> dict[str, int]:
         await asyncio.sleep(0.2)
 
 
+def _summary(r: dict[str, Any]) -> str:
+    line = (
+        f"{r['name']}: sent {r['sent']}, confirmed {r['confirmed']}, stored {r['stored']}, "
+        f"lost {r['lost']}, duplicated {r['duplicated']}, recovered in {r['recovery_s']} s"
+    )
+    if r["name"] == BUSY_GROUP:
+        return line + f" (the DM's answer, behind {r['sent'] - 1} group mentions)"
+    line += (
+        f" (server back in {r['server_restart_s']} s; a chat waited at most "
+        f"{r['chat_wait_max_s']} s for an answer during the fault); formations done "
+        f"{r['formations_done']}, open {r['formations_open']}"
+    )
+    if "formed_unlearned" in r:
+        line += (
+            f"; formed without learning {r['formed_unlearned']}, set aside {r['set_aside']}, "
+            f"bad model answers {r['model_faults_served']}"
+        )
+    return line
+
+
 def register(app: typer.Typer) -> None:
     @app.command("faults")
     def bench_faults(
         drills: Annotated[
-            str, typer.Option(help=f"Comma-separated drills: {', '.join(DRILLS)}.")
-        ] = ",".join(DRILLS),
+            str, typer.Option(help=f"Comma-separated drills: {', '.join(ALL_DRILLS)}.")
+        ] = ",".join(ALL_DRILLS),
         messages: Annotated[int, typer.Option(min=3, help="Messages per drill.")] = 60,
         senders: Annotated[int, typer.Option(min=1, help="People sending at once.")] = 4,
         interval: Annotated[float, typer.Option(min=0, help="Seconds between messages.")] = 0.1,
+        mentions: Annotated[
+            int, typer.Option(min=1, help="busy-group: mentions before the DM.")
+        ] = BUSY_MENTIONS,
         timeout: Annotated[float, typer.Option(help="Seconds to wait for all answers.")] = 180.0,
         as_json: JsonOption = False,
     ) -> None:
-        """Kill each embedded server mid-traffic: sent, confirmed, stored, lost,
-        duplicated and seconds to recover, per drill."""
+        """Kill each embedded server mid-traffic, make the model fail, bury a DM behind a
+        busy group: sent, confirmed, stored, lost, duplicated and seconds to recover, per
+        drill."""
         chosen = [d.strip() for d in drills.split(",") if d.strip()]
-        unknown = [d for d in chosen if d not in DRILLS]
+        unknown = [d for d in chosen if d not in ALL_DRILLS]
         if unknown:
-            raise typer.BadParameter(f"unknown drill(s) {unknown}; known: {list(DRILLS)}")
+            raise typer.BadParameter(f"unknown drill(s) {unknown}; known: {ALL_DRILLS}")
         results = [
-            asyncio.run(
+            asyncio.run(busy_group(mentions, timeout))
+            if d == BUSY_GROUP
+            else asyncio.run(
                 _drill(
                     d,
                     DRILLS[d],
@@ -500,12 +593,4 @@ def register(app: typer.Typer) -> None:
             )
             for d in chosen
         ]
-        lines = [
-            f"{r['name']}: sent {r['sent']}, confirmed {r['confirmed']}, stored {r['stored']}, "
-            f"lost {r['lost']}, duplicated {r['duplicated']}, recovered in {r['recovery_s']} s "
-            f"(server back in {r['server_restart_s']} s; a chat waited at most "
-            f"{r['chat_wait_max_s']} s for an answer during the fault); formations done "
-            f"{r['formations_done']}, open {r['formations_open']}"
-            for r in results
-        ]
-        emit({"drills": results}, as_json=as_json, summary="\n".join(lines))
+        emit({"drills": results}, as_json=as_json, summary="\n".join(map(_summary, results)))

@@ -92,7 +92,7 @@ def build_application(
         builder = builder.post_init(post_init)
     application = builder.build()
     replier = Replier(assistant)
-    membership = MembershipHandlers(assistant, spool)
+    membership = MembershipHandlers(assistant, spool, watch)
     dedup = UpdateDeduplicator()
     if spool is not None:
         spool.on_add = dedup.forget

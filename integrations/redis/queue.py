@@ -11,6 +11,10 @@ for the same request while one is queued, running, or its result is kept.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, Final, cast
 
@@ -26,6 +30,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory.job_ports import JobState
 from memory.reminders import job_id as reminder_job_id
+
+log = logging.getLogger(__name__)
 
 #: arq function names: the queue stores these strings, so they are part of the format.
 FORM_THREAD: Final = "form_thread"
@@ -160,6 +166,37 @@ class JobQueue:
         """Clear the in-progress marker of a job whose worker died, so any worker runs it
         again now instead of after arq's in-progress timeout (job timeout + 10 s)."""
         return bool(await self.pool.delete(in_progress_key_prefix + job_id))
+
+    @contextlib.asynccontextmanager
+    async def running(self, job_id: str, lease: float) -> AsyncIterator[None]:
+        """While the block runs, keep arq's in-progress marker of ``job_id`` alive for
+        ``lease`` seconds at a time (renewed every quarter of it).
+
+        arq gives the marker the longest job timeout plus 10 s (15 minutes for formation),
+        and only the worker that set it deletes it: a job whose worker was killed would
+        wait that long before any other worker runs it. Renewed here, the marker of a dead
+        worker's job lapses within ``lease`` and arq's polling hands the job (still in the
+        queue at its old score) to any live worker. ``PEXPIRE`` never creates the marker,
+        so a renewal after arq finished the job (and deleted it) does nothing."""
+        key = in_progress_key_prefix + job_id
+        lease_ms = max(1, int(lease * 1000))
+
+        async def renew() -> None:
+            while True:
+                try:
+                    await self.pool.pexpire(key, lease_ms)
+                except (RedisError, OSError) as exc:
+                    # The marker keeps its last lifetime; the next renewal tries again.
+                    log.debug("in-progress marker of %s not renewed (%s)", job_id, exc)
+                await asyncio.sleep(lease / 4)
+
+        renewer = asyncio.create_task(renew(), name=f"alfred-in-progress-{job_id}")
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
 
     async def queued_count(self) -> int:
         return int(await self.pool.zcard(self.name))

@@ -162,7 +162,7 @@ class Assistant:
             return Turn([], addressed=False)
         tick, new = await self._journal(inc, thread, viewer, stored_text, Role.USER)
         session_id = tick.session_id
-        if not new:  # a redelivered update: already journaled, already answered
+        if not new and not inc.replayed:  # redelivered: already journaled and answered
             return Turn([], addressed=False)
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
         if not addressed and viewer.user_id in tick.choice_pending_for:

@@ -252,3 +252,23 @@ def test_bench_faults_kills_the_worker_mid_formation(tmp_path: Path) -> None:
     # the formation it was killed in, and the others, were formed by the next worker
     assert drill["formations_done"] >= 1 and drill["formations_open"] == 0
     assert drill["recovery_s"] is not None
+
+
+def test_bench_faults_model_faults_in_formation_and_a_busy_group(tmp_path: Path) -> None:
+    drills = "formation-garbage,busy-group"
+    args = ("faults", "--drills", drills, "--messages", "30", "--senders", "2", "--json")
+    result, _ = bench(tmp_path, *args, "--interval", "0.05", "--mentions", "3")
+    assert result is not None
+    garbage, busy = result["drills"]
+    assert garbage["name"] == "formation-garbage" and busy["name"] == "busy-group"
+    # formation was answered with garbage, and still nothing was marked formed unread
+    assert garbage["model_faults_served"] >= 1
+    assert garbage["formed_unlearned"] == 0 and garbage["set_aside"] == 0
+    assert garbage["sent"] == garbage["confirmed"] == garbage["stored"] == 30
+    assert garbage["lost"] == 0 and garbage["duplicated"] == 0
+    assert garbage["formations_done"] >= 1 and garbage["formations_open"] == 0
+    assert garbage["recovery_s"] is not None
+    # three mentions in a group, then a DM: every one answered and journaled once
+    assert busy["sent"] == busy["confirmed"] == busy["stored"] == 4
+    assert busy["lost"] == 0 and busy["duplicated"] == 0
+    assert busy["recovery_s"] is not None and busy["concurrency"] > 1

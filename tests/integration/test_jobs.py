@@ -664,14 +664,24 @@ def test_importing_the_worker_starts_nothing(tmp_path: Path) -> None:
     assert not data.exists(), "no embedded server was started by an import"
 
 
-#: Worker A of the kill test: the real worker, with a 1-second lock so it lapses quickly.
+#: Worker A of the kill test: the real worker, with a 1-second lock so it lapses quickly,
+#: and arq's in-progress marker as long-lived as arq makes it, so only worker B's start-up
+#: recovery (the orphan release) can hand the job on.
 KILLABLE_WORKER = """
 import logging
 logging.basicConfig(level=logging.INFO)
 from arq.worker import run_worker
 from jobs.config import JobsConfig
 from jobs.worker import build_worker_settings
-run_worker(build_worker_settings(config=JobsConfig(lock_ttl=1.0)))
+run_worker(build_worker_settings(config=JobsConfig(lock_ttl=1.0, job_lease=900.0)))
+"""
+#: The real worker with the production tunables.
+PRODUCTION_WORKER = """
+import logging
+logging.basicConfig(level=logging.INFO)
+from arq.worker import run_worker
+from jobs.worker import build_worker_settings
+run_worker(build_worker_settings())
 """
 
 
@@ -792,6 +802,112 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
         assert done is not None and done.attempts == 2
         assert "orphaned by a dead worker" in (logs / "b.out").read_text(), "fast recovery"
         assert not await JobQueue(env.queues[0].pool).in_progress_for(request.id)
+    finally:
+        for proc in (worker_a, worker_b):
+            if proc is not None and proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        log_a.close()
+        log_b.close()
+        await close_env(env)
+
+
+async def test_a_worker_killed_holding_the_lock_hands_its_job_on_within_the_lease(
+    settings: Settings, mongo: MongoHandle, redis: RedisHandle, tmp_path: Path
+) -> None:
+    """Worker A (production tunables) is killed while its job holds the thread's lock;
+    worker B is started at once, while that lock is still held (so B's start-up recovery
+    sees a live-looking job and leaves it). While A runs, arq's in-progress marker and
+    the lock live only seconds (renewed by the job): so once A is dead both lapse, and B
+    takes the job up by itself and finishes it, each fact and reflection once."""
+    assert mongo.lease is not None
+    env = await open_env(settings, redis)
+    thread = env.group
+    docs = [
+        message_to_doc(
+            message(
+                thread,
+                speaker,
+                f"Speaker {speaker} plans step {i} of the move",
+                NOW + timedelta(seconds=i),
+            )
+        )
+        for i, speaker in enumerate(["1", "2"] * 50)
+    ]
+    await env.services.mongo.db[MESSAGES].insert_many(docs)
+    await env.services.mongo.db["threads"].update_one(
+        {"_id": thread.id}, {"$set": {"pending_messages": 100, "pending_tokens": 1000}}
+    )
+    held, release = asyncio.Event(), asyncio.Event()
+    reflections = 0
+    default = json_task_handler()
+
+    async def handler(request: RecordedRequest) -> Any:
+        nonlocal reflections
+        if '{"reflections"' not in request.system_prompt:
+            return default(request)
+        reflections += 1
+        if reflections == 1:  # worker A, first batch: hang until killed
+            held.set()
+            await release.wait()
+        first = re.search(r"^\[([^\]]+)\] \(", request.last_user_text, re.M)
+        assert first is not None
+        content = f"Batch {first.group(1)[:8]} plans the move"
+        return completion(json.dumps({"reflections": [{"scope": "session", "content": content}]}))
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log_a, log_b = (logs / "a.out").open("w"), (logs / "b.out").open("w")
+    common = {
+        "MONGODB_DATABASE": env.settings.mongodb_database,
+        "OPENAI_API_KEY": "test-key",
+        "MONGODB_URI": mongo.lease.url,
+        "REDIS_URL": env.redis.url,
+        "ALFRED_DATA_DIR": str(tmp_path / "unused"),
+    }
+    worker_a = worker_b = None
+    try:
+        async with FakeOpenAI(chat_handler=handler) as fake:
+            common["OPENAI_BASE_URL"] = fake.base_url
+            trigger = formation_trigger(env.services, env.queue())
+            request = await trigger.after_message(thread.id)
+            assert request is not None and request.status is RequestStatus.QUEUED
+            worker_a = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", PRODUCTION_WORKER, env=subprocess_env(**common),
+                cwd=tmp_path, stdout=log_a, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+            await asyncio.wait_for(held.wait(), 30)
+            lock = f"{lock_prefix(env.settings)}{thread.id}"
+            marker = f"arq:in-progress:{request.id}"
+            production = JobsConfig()
+            # The job keeps both short: a dead worker's are gone within seconds.
+            assert 0 < await env.redis.client.pttl(marker) <= production.job_lease * 1000
+            assert 0 < await env.redis.client.pttl(lock) <= production.lock_ttl * 1000
+            worker_a.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(worker_a.wait(), 10)
+            release.set()
+            worker_b = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", PRODUCTION_WORKER, env=subprocess_env(**common),
+                cwd=tmp_path, stdout=log_b, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+            async def finished() -> bool:
+                current = await env.outbox.get(request.id)
+                if current is None or current.status is not RequestStatus.DONE:
+                    return False
+                return await env.queues[0].state(request.id) is JobState.COMPLETE
+
+            try:
+                await wait_until(finished, 40)
+            except AssertionError:
+                raise AssertionError((logs / "b.out").read_text()[-3000:]) from None
+        facts = await env.facts()
+        assert facts and len({f["hash"] for f in facts}) == len(facts), "each fact once"
+        assert await env.unformed(thread) == 0, "every message formed"
+        stored = [d async for d in env.services.mongo.db[REFLECTIONS].find({})]
+        assert len({d["content"] for d in stored}) == len(stored), "no reflection twice"
+        done = await env.outbox.get(request.id)
+        assert done is not None and done.attempts == 2
     finally:
         for proc in (worker_a, worker_b):
             if proc is not None and proc.returncode is None:

@@ -27,7 +27,7 @@ import pytest
 from pydantic import SecretStr
 from pymongo import AsyncMongoClient
 
-from bot.bench.fake_openai import FakeOpenAI, RecordedRequest
+from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, json_task_handler
 from bot.telegram.handlers.messages import MEMORY_RESTARTING
 from bot.telegram.run import run_bot
 from integrations.mongo.outbox import FORMATION_REQUESTS
@@ -289,3 +289,103 @@ async def test_explicit_memory_with_a_hung_model_is_stored_as_said(bot_env: Any)
         stored = await bot.db[FACTS].find({"content": {"$regex": "passport"}}).to_list()
         # stored as said (in the third person, by rule), not lost to the hung model
         assert [f["content"] for f in stored] == ["Cy's passport is in the red folder"]
+
+
+async def test_a_message_in_flight_when_the_database_dies_is_told_so_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A "remember that" is waiting on the model when the database is killed (its
+    supervisor held still, so it stays down). As soon as the bot notices, that person
+    hears the "restarting" apology, while their message is still being handled (not the
+    driver's timeout and "try again" later); once the database is back, the same message
+    is stored and confirmed, once."""
+    caplog.set_level(logging.INFO, logger="runtime.watch")
+    data_dir = tmp_path / "data"
+    mongo = (await own_servers(data_dir, "mongo"))["mongo"]
+    held, release = asyncio.Event(), asyncio.Event()
+    hold = False
+    answer = json_task_handler()
+
+    async def model(request: RecordedRequest) -> Any:
+        if hold:
+            held.set()
+            await release.wait()
+        return answer(request)
+
+    async with FakeOpenAI(embedding_dimensions=8, chat_handler=model) as fake:
+        settings = make_settings(
+            data_dir,
+            mongodb_database="alfred_healing_flight",
+            openai_api_key=SecretStr("test-key"),
+            openai_base_url=fake.base_url,
+            embeddings_provider="local",
+            llm_explicit_budget=3600.0,  # the model answers when the test says so
+        )
+        async with FakeTelegram(bot_username="alfred") as tg, running_bot(settings, tg) as task:
+            ann = tg.user("Ann", username="ann")
+            dm = tg.private_chat(ann)
+            tg.push_text(dm, ann, "remember that the ferry leaves at nine")
+            await tg.wait_until(lambda: GOT_IT in texts_to(tg, dm), timeout=WAIT, what="first")
+            hold = True
+            tg.push_text(dm, ann, "remember that the boat key hangs by the back door")
+            await asyncio.wait_for(held.wait(), WAIT)  # in flight, waiting on the model
+            os.kill(mongo.supervisor_pid, signal.SIGSTOP)
+            try:
+                os.kill(mongo.server_pid, signal.SIGKILL)
+                await eventually(lambda: "database is down" in caplog.text, "the bot noticed")
+                await tg.wait_until(
+                    lambda: MEMORY_RESTARTING in texts_to(tg, dm), timeout=WAIT, what="apology"
+                )
+                assert not release.is_set()  # told while the message is still in flight
+            finally:
+                os.kill(mongo.supervisor_pid, signal.SIGCONT)
+            await eventually(restarted(mongo), "the database restarted")
+            hold = False
+            release.set()
+            await tg.wait_until(
+                lambda: texts_to(tg, dm).count(GOT_IT) == 2, timeout=WAIT, what="the answer"
+            )
+            assert texts_to(tg, dm) == [GOT_IT, MEMORY_RESTARTING, GOT_IT]
+            assert not task.done()
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        current(mongo).url, serverSelectionTimeoutMS=10_000
+    )
+    try:
+        boat = {"content": {"$regex": "boat key"}, "valid_to": None}
+        assert await client["alfred_healing_flight"][FACTS].count_documents(boat) == 1
+    finally:
+        await client.close()
+        await asyncio.to_thread(mongo.release)
+
+
+async def test_a_hung_model_does_not_hold_a_correction_past_the_explicit_budget(
+    bot_env: Any,
+) -> None:
+    """A second "remember that" about the same thing asks the model whether it replaces
+    the first (the update decision): with the model hung, that call has the same short
+    budget as the extraction, so the person is answered and the new words are stored."""
+    async with (
+        FakeOpenAI(embedding_dimensions=8, chat_handler=HungModel()) as model,
+        FakeTelegram(bot_username="alfred") as tg,
+        bot_env(
+            tg,
+            openai_api_key=SecretStr("test-key"),
+            openai_base_url=model.base_url,
+            embeddings_provider="local",
+            llm_timeout=3600.0,  # each try would wait an hour, three times
+            llm_explicit_budget=0.5,
+        ) as bot,
+    ):
+        cy = tg.user("Cy", username="cy")
+        dm = tg.private_chat(cy)
+        first = "remember that my passport is in the red folder"
+        (reply,) = await bot.say(tg.text_message(dm, cy, first))
+        assert reply["text"] == GOT_IT
+        second = "remember that my passport is in the blue folder"
+        (reply,) = await bot.say(tg.text_message(dm, cy, second))
+        assert reply["text"] == GOT_IT
+        stored = await bot.db[FACTS].find({"content": {"$regex": "passport"}}).to_list()
+        assert sorted(f["content"] for f in stored) == [
+            "Cy's passport is in the blue folder",
+            "Cy's passport is in the red folder",
+        ]

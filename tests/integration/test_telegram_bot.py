@@ -41,14 +41,15 @@ from bot.bench.fake_openai import (
     json_task_handler,
     server_error,
 )
-from bot.telegram.handlers.messages import NON_TEXT_REPLY
+from bot.telegram.handlers.messages import MEMORY_RESTARTING, NON_TEXT_REPLY
 from bot.telegram.run import run_bot
 from integrations.mongo.connection import MongoHandle
 from integrations.redis.connection import RedisHandle
+from memory.constants import FACTS
 from memory.errors import ConfigurationError
 from runtime.embedded import acquire
 from runtime.settings import Settings
-from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
+from services.reply.assistant import LLM_DOWN
 from services.reply.commands import UNKNOWN_COMMAND
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
@@ -182,6 +183,11 @@ async def bot_env(
                 "telegram_bot_token": SecretStr(tg.token),
                 "telegram_api_base_url": tg.base_url,
                 "mongodb_database": database,
+                # One update at a time, in arrival order: ``Bot.say`` proves an update
+                # handled by the answer to a marker pushed after it, in another chat.
+                # Tests of concurrent handling set their own; every other test runs the
+                # bot with the production default.
+                "update_concurrency": 1,
                 **overrides,
             }
         )
@@ -696,7 +702,7 @@ async def test_database_down_apologises_spools_and_replays(
         async with bot_env(tg) as bot:
             monkeypatch.setattr(MongoJournal, "append", down)
             sent = await bot.say(lost)
-            assert _texts(sent) == [MEMORY_DOWN]
+            assert _texts(sent) == [MEMORY_RESTARTING]
             assert await bot.say(tg.text_message(family, ann, "we're out of milk")) == []
             # both updates are in the spool under the data folder
             lines = (await asyncio.to_thread(spool_file.read_text)).splitlines()
@@ -733,6 +739,68 @@ async def test_database_down_apologises_spools_and_replays(
             assert not await asyncio.to_thread(spool_file.exists)
             (recall,) = await bot.say(tg.text_message(dm, ann, "what do you remember about me?"))
             assert "spare key" in recall["text"]
+
+
+async def test_a_message_that_failed_after_its_journal_entry_is_answered_by_the_replay(
+    bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database fails after the message was journaled but before its memory was
+    stored: the replay must still store and answer it (the journal entry already there
+    does not mean it was handled)."""
+    from integrations.mongo.facts import MongoFactStore
+
+    async def down(self: MongoFactStore, *args: Any) -> Any:
+        raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+
+    async with FakeTelegram(bot_username="alfred") as tg:
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        said = tg.text_message(dm, ann, "remember that the bikes are kept in the blue shed")
+        async with bot_env(tg) as bot:
+            monkeypatch.setattr(MongoFactStore, "add", down)
+            monkeypatch.setattr(MongoFactStore, "add_bulk", down)
+            assert _texts(await bot.say(said)) == [MEMORY_RESTARTING]
+            monkeypatch.undo()
+            assert await bot.message_doc(dm, _message_id(said)) is not None  # journaled
+        before = len(tg.sent_messages)
+        async with bot_env(tg) as bot:  # the next start replays the spool
+            await bot.sync()
+            answers = [m["text"] for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]
+            assert answers == [GOT_IT]
+            facts = await bot.db[FACTS].count_documents({"content": {"$regex": "blue shed"}})
+            assert facts == 1
+
+
+async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replayed(
+    bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leave that cannot be written (the database down) is not dropped: it is spooled
+    like a message and applied by the replay, so the circle's memories leave the DM of
+    the person who left."""
+    from integrations.mongo.directory import MongoDirectory
+
+    async def down(self: MongoDirectory, *args: Any) -> Any:
+        raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+
+    async with FakeTelegram(bot_username="alfred") as tg:
+        ann, ben = tg.user("Ann", username="ann"), tg.user("Ben", username="ben")
+        family = tg.group_chat(title="Family", members=[ann, ben])
+        async with bot_env(tg) as bot:
+            await bot.say(tg.text_message(family, ann, "@alfred remember that we meet at six"))
+            assert await bot.say(tg.new_chat_members(family, ben, [ben])) == []
+            circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+            assert circle is not None and str(ben["id"]) in circle["member_ids"]
+            monkeypatch.setattr(MongoDirectory, "upsert_circle", down)
+            assert await bot.say(tg.left_chat_member(family, ben, ben)) == []
+            monkeypatch.undo()
+            lines = (await asyncio.to_thread(spool_file.read_text)).splitlines()
+            spooled = [json.loads(line) for line in lines]
+            assert [u["message"]["left_chat_member"]["id"] for u in spooled] == [ben["id"]]
+        async with bot_env(tg) as bot:  # the next start replays the spool
+            await bot.sync()
+            circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
+            assert circle is not None and str(ben["id"]) not in circle["member_ids"]
+            assert not await asyncio.to_thread(spool_file.exists)
 
 
 async def test_webhook_without_a_configured_secret_uses_a_stable_one(bot_env: Any) -> None:

@@ -19,7 +19,7 @@ from pymongo.errors import ServerSelectionTimeoutError
 
 from bot.bench.bot import _chat_or_task
 from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, text_task_handler
-from services.reply.assistant import MEMORY_DOWN
+from bot.telegram.handlers.messages import MEMORY_RESTARTING
 from tests.helpers.fake_telegram import FakeTelegram
 from tests.integration import test_telegram_bot as harness
 from tests.integration.test_telegram_bot import GOT_IT, REPLY_TIMEOUT
@@ -119,7 +119,7 @@ async def test_the_spool_under_concurrency(
                     pushed.append(tg.push_text(dm, p, f"remember that {p['first_name']} #{k}"))
                 pushed.append(tg.push_text(family, people[k], f"@alfred group note #{k}"))
             await tg.wait_until(
-                lambda: len([m for m in tg.sent_messages if m["text"] == MEMORY_DOWN]) >= 15,
+                lambda: len([m for m in tg.sent_messages if m["text"] == MEMORY_RESTARTING]) >= 15,
                 timeout=REPLY_TIMEOUT,
                 what="every message told memory is down",
             )

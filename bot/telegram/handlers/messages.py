@@ -11,7 +11,10 @@ timeout, and replayed when the database is back.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
+from typing import Any
 
 from telegram import Update
 from telegram.ext import ContextTypes
@@ -68,6 +71,8 @@ class Messages:
                 )
             return
         replayed = self.spool is not None and self.spool.replayed(update.update_id)
+        if replayed:  # handled again even if its journal entry was written before it failed
+            inc = dataclasses.replace(inc, replayed=True)
         # Who asked gets one apology; a replayed message's person had theirs already.
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
@@ -76,8 +81,22 @@ class Messages:
             if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
             return
+        call = asyncio.ensure_future(self.assistant.handle(inc))
         try:
-            turn = await self.assistant.handle(inc)
+            if apologise and await self._went_down_first(call):
+                # In flight when the database died: the driver waits for it to come back
+                # (or for its timeout, and then the message is spooled): say so now.
+                apologise = False
+                try:
+                    await self.replier.send(
+                        context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id
+                    )
+                except Exception:  # the message itself is still being handled
+                    log.warning("the apology for update %s was not sent", update.update_id)
+            turn = await call
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
         except Exception:
             log.exception("update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
@@ -85,7 +104,10 @@ class Messages:
             if self.watch is not None:
                 self.watch.check_soon()  # is it down? the next messages need not wait
             if apologise:
-                await self.replier.send(context, inc.chat_id, MEMORY_DOWN, topic=inc.topic_id)
+                # Spooled, it is answered once the database is back: the same words as
+                # for a message that arrives while it is known to be down.
+                text = MEMORY_RESTARTING if self.spool is not None else MEMORY_DOWN
+                await self.replier.send(context, inc.chat_id, text, topic=inc.topic_id)
             return
         if inc.kind == "edited":
             return
@@ -100,3 +122,15 @@ class Messages:
             )
         for delivery in turn.private:
             await self.replier.send_private(context, delivery, inc.topic_id)
+
+    async def _went_down_first(self, call: asyncio.Future[Any]) -> bool:
+        """Wait for ``call`` or for the watch to find the database down, whichever comes
+        first; True if the database went down while ``call`` was still running."""
+        if self.spool is None or self.watch is None:
+            return False
+        down: asyncio.Future[Any] = asyncio.ensure_future(self.watch.wait_down(DATABASE))
+        try:
+            await asyncio.wait({call, down}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            down.cancel()
+        return not call.done()
