@@ -62,6 +62,9 @@ async def supersede(
         ]
     if not candidates:
         return []
+    if budget is not None and budget <= 0:
+        log.warning("no time left of the explicit budget for the update decision, nothing replaced")
+        return []
     ctx = DecideUpdatesContext(
         new_facts=[f.content for f in new], candidates=candidates, explicit=True
     )

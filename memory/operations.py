@@ -179,7 +179,12 @@ class MemoryOperations:
         message_id: str,
         others: Sequence[Person] = (),
     ) -> OperationResult:
-        """Store an explicit "remember that …" at once, in the thread's partition."""
+        """Store an explicit "remember that …" at once, in the thread's partition.
+
+        The person is waiting, so both model calls (reading the statement, then deciding
+        what it replaces) share one ``model_budget``: a hung model costs them that long
+        once, not once per call."""
+        started = asyncio.get_running_loop().time()
         facts = await self.facts_from(thread, speaker, payload, message_id, others)
         items = [
             (
@@ -203,7 +208,9 @@ class MemoryOperations:
         for fact in new:
             if self.mirror is not None:
                 await self.mirror.mirror(fact)
-        replaced = await self.supersede(new, reason="replaced by the person")
+        replaced = await self.supersede(
+            new, reason="replaced by the person", budget=self._left_of_budget(started)
+        )
         if replaced:
             was = "; ".join(f.content for f in replaced)
             text = f"Got it — I've updated it: {new[0].content} (before: {was})."
@@ -211,11 +218,26 @@ class MemoryOperations:
             text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
         return OperationResult(text=text, facts=[f for f, _ in stored])
 
-    async def supersede(self, new: Sequence[Fact], *, reason: str) -> list[Fact]:
-        """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`)."""
+    async def supersede(
+        self, new: Sequence[Fact], *, reason: str, budget: float | None = None
+    ) -> list[Fact]:
+        """Retire what ``new`` replaces (see :func:`memory.corrections.supersede`), within
+        ``budget`` seconds of model time (default: the whole ``model_budget``)."""
         return await supersede(
-            self.facts, self.llm, new, reason=reason, at=self.clock.now(), budget=self.model_budget
+            self.facts,
+            self.llm,
+            new,
+            reason=reason,
+            at=self.clock.now(),
+            budget=self.model_budget if budget is None else budget,
         )
+
+    def _left_of_budget(self, started: float) -> float | None:
+        """What remains of ``model_budget`` since ``started`` (loop time), never below 0."""
+        if self.model_budget is None:
+            return None
+        spent = asyncio.get_running_loop().time() - started
+        return max(0.0, self.model_budget - spent)
 
     async def correct(
         self,

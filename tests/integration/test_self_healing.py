@@ -362,8 +362,9 @@ async def test_a_hung_model_does_not_hold_a_correction_past_the_explicit_budget(
     bot_env: Any,
 ) -> None:
     """A second "remember that" about the same thing asks the model whether it replaces
-    the first (the update decision): with the model hung, that call has the same short
-    budget as the extraction, so the person is answered and the new words are stored."""
+    the first (the update decision): with the model hung, that call shares the one short
+    budget of the extraction, so the person is answered and the new words are stored.
+    The hung extraction used the whole budget, so the decision is not even asked."""
     async with (
         FakeOpenAI(embedding_dimensions=8, chat_handler=HungModel()) as model,
         FakeTelegram(bot_username="alfred") as tg,
@@ -389,3 +390,5 @@ async def test_a_hung_model_does_not_hold_a_correction_past_the_explicit_budget(
             "Cy's passport is in the blue folder",
             "Cy's passport is in the red folder",
         ]
+        asked = [r for r in model.requests if r.endpoint == "chat/completions"]
+        assert len(asked) == 2  # one extraction per message; no update decision
