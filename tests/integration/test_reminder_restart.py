@@ -160,7 +160,7 @@ async def test_a_reminder_outlives_its_bot_process_killed_outright_and_is_delive
 
         first = _alfred_run(settings, database, tg, log)
         try:
-            tg.push_text(dm, bea, "remind me in 40 seconds to turn the compost")
+            tg.push_text(dm, bea, "remind me in 20 seconds to turn the compost")
             await tg.wait_until(
                 lambda: first.poll() is not None or any("I'll remind you" in t for t in texts()),
                 timeout=START_TIMEOUT,
