@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from memory.clarifications import short as short_answer
@@ -327,19 +327,8 @@ class Assistant:
         if quiet:
             return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
         meta: dict[str, object] = {"journal_text": journal_note(intent)}
-        parts = split_for_telegram(answer.text)
-        # The list's tick-off buttons go under its last part (where the items end).
         return Turn(
-            [
-                Outgoing(
-                    inc.chat_id,
-                    part,
-                    inc.message_id,
-                    dict(meta),
-                    buttons=answer.buttons if n == len(parts) - 1 else (),
-                )
-                for n, part in enumerate(parts)
-            ],
+            _parts_with_buttons(inc, answer.text, meta, answer.buttons),
             handled=True,
         )
 
@@ -525,18 +514,8 @@ class Assistant:
         answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
         # A list tool ran: as with the rules, the list's text is neither learned nor kept.
         note = {"journal_text": "[a list request was answered]"} if answer.used_lists else {}
-        parts = split_for_telegram(answer.text)
         return Turn(
-            [
-                Outgoing(
-                    inc.chat_id,
-                    part,
-                    inc.message_id,
-                    dict(note),
-                    buttons=answer.buttons if n == len(parts) - 1 else (),
-                )
-                for n, part in enumerate(parts)
-            ],
+            _parts_with_buttons(inc, answer.text, note, answer.buttons),
             retrieved=answer.retrieved,
             handled=answer.used_lists,
         )
@@ -548,3 +527,21 @@ class Assistant:
         mine = [m.text for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
         ours = [m.text for m in recent if m.role is Role.AGENT]
         return [*mine[-2:-1], *ours[-1:]]
+
+
+def _parts_with_buttons(
+    inc: Incoming, text: str, meta: Mapping[str, object], buttons: tuple[tuple[str, str], ...]
+) -> list[Outgoing]:
+    """``text`` cut to Telegram's message size, each part a reply to ``inc``; a list's
+    tick-off buttons go under the last part, where its items end."""
+    parts = split_for_telegram(text)
+    return [
+        Outgoing(
+            inc.chat_id,
+            part,
+            inc.message_id,
+            dict(meta),
+            buttons=buttons if n == len(parts) - 1 else (),
+        )
+        for n, part in enumerate(parts)
+    ]
