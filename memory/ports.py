@@ -77,10 +77,3 @@ class FactIndexSource(Protocol):
     async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
         """The current, visible facts among ``ids``, embeddings included."""
         ...
-
-    async def load_partition_facts(
-        self, viewer: Viewer, partition_keys: Sequence[str]
-    ) -> list[Fact]:
-        """Every current, visible fact of those partitions (cheaper than ids when many
-        changed, e.g. the first build of an index)."""
-        ...

@@ -242,12 +242,6 @@ class MongoFactStore:
         query = and_visible(viewer, {"_id": {"$in": list(ids)}, "current": True})
         return [fact_from_doc(d) async for d in self._facts.find(query)]
 
-    async def load_partition_facts(
-        self, viewer: Viewer, partition_keys: Sequence[str]
-    ) -> list[Fact]:
-        query = and_visible(viewer, {"pkey": {"$in": list(partition_keys)}, "current": True})
-        return [fact_from_doc(d) async for d in self._facts.find(query)]
-
     async def list_visible(
         self, viewer: Viewer, *, include_history: bool = False, limit: int = 0
     ) -> list[Fact]:
