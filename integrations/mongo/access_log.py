@@ -55,8 +55,7 @@ class BatchedAccess:
         """Count one recall of each of ``fact_ids`` at ``at``."""
         for fact_id in fact_ids:
             self._counts[fact_id] += 1
-            last = self._last.get(fact_id)
-            self._last[fact_id] = at if last is None or at > last else last
+            self._keep_latest(fact_id, at)
         if len(self._counts) >= self._flush_at_facts:
             await self.flush()
         elif self._counts and self._timer is None:
@@ -92,9 +91,13 @@ class BatchedAccess:
             except Exception:
                 self._counts.update(counts)  # kept for the next write
                 for fact_id, at in last.items():
-                    held = self._last.get(fact_id)
-                    self._last[fact_id] = at if held is None or at > held else held
+                    self._keep_latest(fact_id, at)
                 raise
+
+    def _keep_latest(self, fact_id: str, at: datetime) -> None:
+        """Remember the later of ``at`` and the recall time already waiting for the fact."""
+        held = self._last.get(fact_id)
+        self._last[fact_id] = at if held is None or at > held else held
 
     async def aclose(self) -> None:
         """Stop the timer and write what is pending."""
