@@ -93,6 +93,47 @@ def visibility_filter(viewer: Viewer) -> dict[str, Any]:
     return {"$or": [own_dm, from_groups]}
 
 
+def visibility_branches(viewer: Viewer) -> list[dict[str, Any]]:
+    """What :func:`visibility_filter` selects, as disjoint filters of plain equalities:
+    one per partition the viewer may see (a group: its circle's shared partition; a DM:
+    the person's own DM partition, and per circle of theirs its circle-level and their
+    own shared partition). Their union is exactly the filter's result.
+
+    A server that plans indexes only from a filter's top-level equalities (the embedded
+    one) serves each from an index, where the filter's ``$or`` and ``$in`` make it scan
+    the whole collection: see :func:`and_visible_branches`."""
+    thread = viewer.thread
+    if thread.kind is ThreadKind.GROUP:
+        circle = thread.circle_id
+        if circle is None or circle not in viewer.circle_ids:
+            return []
+        return [{"visibility": Visibility.SHARED.value, "circle_id": circle}]
+    if thread.user_id != viewer.user_id:
+        return []
+    own_dm: dict[str, Any] = {
+        "visibility": Visibility.DM.value,
+        "owner_user_id": viewer.user_id,
+        "circle_id": None,
+    }
+    return [own_dm] + [
+        {"visibility": Visibility.SHARED.value, "circle_id": circle, "owner_user_id": owner}
+        for circle in sorted(viewer.circle_ids)
+        for owner in (None, viewer.user_id)
+    ]
+
+
+def and_visible_branches(viewer: Viewer, query: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``query`` restricted to each of :func:`visibility_branches`, merged into one
+    filter per branch: the union of their results is ``and_visible(viewer, query)``,
+    and none when the viewer may see nothing. ``query`` may not name a partition field
+    or start with an operator: merging would replace a condition of the privacy filter
+    instead of adding to it."""
+    clash = sorted({"visibility", "circle_id", "owner_user_id"} & set(query))
+    if clash or any(str(k).startswith("$") for k in query):
+        raise ValueError(f"a query merged into the privacy filter may not name {clash or '$'}")
+    return [{**branch, **query} for branch in visibility_branches(viewer)]
+
+
 def and_visible(viewer: Viewer, query: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``query`` restricted to what ``viewer`` may see: the filter always applies."""
     vis = visibility_filter(viewer)

@@ -10,7 +10,9 @@ overhead Alfred adds to whatever model it is given.
 Round trips per answered message are counted, not estimated: every command a PyMongo
 client of the process starts (a command listener) and every request sent to Redis (the
 connection's send; a pipeline is one), with formations queued on the embedded Redis as a
-bot whose worker runs elsewhere would queue them.
+bot whose worker runs elsewhere would queue them. That worker's part runs between the
+timed messages (a burst worker drains the queue, untimed), so the journal and the memories
+the reply path reads are those of a running deployment, where messages get formed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import itertools
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +43,7 @@ from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
 from integrations.redis.queue import JobQueue
+from jobs.inprocess import drain
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.errors import AlfredError
@@ -49,6 +52,10 @@ from runtime.container import build_assistant
 from runtime.jobs import formation_trigger, queue_name
 from runtime.settings import load_settings
 from services.messages import Incoming, Sender
+
+#: Time between the timed messages: a lively group's pace, well inside one session (a
+#: frozen clock would put a whole conversation at one instant, which no thread has).
+MESSAGE_GAP = timedelta(seconds=20)
 
 
 def _chat_or_task(system: str, user: str) -> Any:
@@ -108,8 +115,11 @@ async def run_bot_bench(
             queue = JobQueue.from_url(redis.url, queue_name(s.settings))
             trigger = formation_trigger(s, queue)
 
+            requested: list[str] = []
+
             async def after_message(thread_id: str) -> None:
-                await trigger.after_message(thread_id)
+                if await trigger.after_message(thread_id) is not None:
+                    requested.append(thread_id)
 
             assistant = build_assistant(s, after_message=after_message)
             assistant.ops.llm = timed
@@ -122,6 +132,7 @@ async def run_bot_bench(
             with progress() as bar:
                 task = bar.add_task(f"messages at {n} facts", total=len(asked))
                 for k, question in enumerate(asked):
+                    clock.advance(MESSAGE_GAP)
                     sender = Sender(telegram_id=1000 + k % 4, name=MEMBERS[k % 4].upper())
                     inc = Incoming(
                         chat_id=-100,
@@ -145,6 +156,9 @@ async def run_bot_bench(
                     if k >= 5:  # the first few warm caches and connections
                         totals.append(elapsed * 1000)
                         overheads.append((elapsed - (timed.seconds - before)) * 1000)
+                    if requested:  # the worker "elsewhere" forms them, between messages
+                        requested.clear()
+                        await drain(s, redis)
                     bar.advance(task)
             wall = sum(totals) / 1000
             await s.retriever.drain()

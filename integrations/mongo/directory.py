@@ -15,7 +15,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
 from integrations.mongo.turn_memo import MISSING
-from integrations.mongo.turn_reads import directory_snapshot, memoised_users
+from integrations.mongo.turn_reads import HISTORY_PREFETCH, directory_snapshot, memoised_users
 from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
@@ -237,6 +237,7 @@ class MongoDirectory:
                     "pending_erase": 1,
                     "pending_messages": 1,
                     "pending_tokens": 1,
+                    "recent_at": 1,
                 },
             )
             if held is MISSING
@@ -257,6 +258,8 @@ class MongoDirectory:
         update: Document = {
             "$set": {"last_at": at, "session_id": session_id, "session_closed": False},
             "$inc": {"pending_messages": 1, "pending_tokens": tokens},
+            # The times of the last user messages: the oldest bounds the history read.
+            "$push": {"recent_at": {"$each": [at], "$slice": -HISTORY_PREFETCH}},
         }
         await self._threads.update_one({"_id": thread_id}, update)
         if memo is not None and doc is not None:
@@ -264,7 +267,9 @@ class MongoDirectory:
                 int(doc.get("pending_messages", 0)) + 1,
                 int(doc.get("pending_tokens", 0)) + tokens,
             )
-            memo.put(THREADS, ("pending", thread_id), counts, seen=turn_memo.generation(THREADS))
+            seen = turn_memo.generation(THREADS)
+            memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
+            memo.put(THREADS, ("history_from", thread_id), history_from(doc, at), seen=seen)
         return SessionTick(
             session_id=session_id,
             new_session=new_session,
@@ -338,3 +343,15 @@ class MongoDirectory:
             return []
         found = await self.users(circle.member_ids)
         return [found[uid] for uid in circle.member_ids if uid in found]
+
+
+def history_from(thread: Document, at: datetime) -> datetime | None:
+    """A time no older than the thread's newest :data:`HISTORY_PREFETCH` messages once
+    a user message at ``at`` is added (None while fewer are known): the oldest of the
+    last user messages' times. Any message older than that has at least as many newer
+    ones, so the history read may skip it; bounding the read keeps it as cheap in a
+    thread of years as in a new one (the embedded server fetches every match before
+    it sorts)."""
+    times = [t for t in thread.get("recent_at") or [] if isinstance(t, datetime)]
+    times = [*times, at][-HISTORY_PREFETCH:]
+    return min(times) if len(times) >= HISTORY_PREFETCH else None

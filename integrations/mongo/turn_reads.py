@@ -8,24 +8,30 @@
   the partitions the viewer may see, their open clarifications, the thread's last
   messages and the viewer's visible unformed messages. The privacy filter
   (:func:`memory.privacy.visibility_filter`) is inside every part that reads memories,
-  exactly as in the single reads it replaces.
+  exactly as in the single reads it replaces. Two reads sent together: the thread's
+  last messages (bounded by :func:`integrations.mongo.directory.history_from`) with the
+  partitions and questions, and the unformed messages; each opens with a ``$match`` an
+  index serves, as the journal grows without end.
 
-Each is one round trip; their parts are memoised under the collection they come from,
-so a write to any of those collections invalidates just that part.
+The directory snapshot is one round trip, the memory snapshot two in parallel; their
+parts are memoised under the collection they come from, so a write to any of those
+collections invalidates just that part.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Hashable
 from typing import Any, Final
 
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
 from integrations.mongo.turn_memo import MISSING, TurnMemo
 from memory.constants import CIRCLES, CLARIFICATIONS, MESSAGES, PARTITIONS, THREADS, USERS
 from memory.models import Role, Viewer
-from memory.privacy import and_visible, visibility_filter
+from memory.privacy import and_visible, and_visible_branches, visibility_filter
 
 Document = dict[str, Any]
 
@@ -110,10 +116,14 @@ def memoised_users(memo: TurnMemo, user_ids: list[str]) -> dict[str, Document | 
     return found
 
 
+async def _documents(coll: AsyncCollection[Document], pipeline: list[Document]) -> list[Document]:
+    return [d async for d in await coll.aggregate(pipeline)]
+
+
 async def memory_snapshot(
     db: AsyncDatabase[Document], memo: TurnMemo, viewer: Viewer
 ) -> dict[str, list[Document]]:
-    """The memory reads of a reply for ``viewer``, in one round trip (memoised)."""
+    """The memory reads of a reply for ``viewer``, in two concurrent reads (memoised)."""
     key = viewer_key(viewer)
     async with memo.lock:
         parts = {
@@ -125,41 +135,49 @@ async def memory_snapshot(
             return {name: list(v) for name, v in parts.items()}
         seen = {c: turn_memo.generation(c) for c in parts}
         open_questions = {"user_id": viewer.user_id, "status": {"$in": ["pending", "asked"]}}
-        unformed = {"formed": False, "role": Role.USER.value, "handled": {"$ne": True}}
+        unformed = {"formed": False, "role": Role.USER.value}
         newest = {"$sort": {"created_at": -1, "_id": -1}}
-        pipeline: list[Document] = [
-            {"$match": visibility_filter(viewer)},
-            _tag("partition"),
+        in_thread: Document = {"thread_id": viewer.thread.id}
+        since = memo.get(THREADS, ("history_from", viewer.thread.id), max_age=None)
+        if since is not MISSING and since is not None:
+            in_thread["created_at"] = {"$gte": since}
+        # Two reads, sent together. Each starts with a ``$match`` an index serves: the
+        # embedded server runs a ``$unionWith`` sub-pipeline over the whole collection,
+        # so the journal (which only grows) is never read through one; the partitions
+        # and the open questions (a handful of documents) are.
+        around: list[Document] = [
+            {"$match": in_thread},
+            newest,
+            {"$limit": HISTORY_PREFETCH},
+            _tag("history"),
+            {
+                "$unionWith": {
+                    "coll": PARTITIONS,
+                    "pipeline": [{"$match": visibility_filter(viewer)}, _tag("partition")],
+                }
+            },
             {
                 "$unionWith": {
                     "coll": CLARIFICATIONS,
                     "pipeline": [{"$match": and_visible(viewer, open_questions)}, _tag("question")],
                 }
             },
-            {
-                "$unionWith": {
-                    "coll": MESSAGES,
-                    "pipeline": [
-                        {"$match": {"thread_id": viewer.thread.id}},
-                        newest,
-                        {"$limit": HISTORY_PREFETCH},
-                        _tag("history"),
-                    ],
-                }
-            },
-            {
-                "$unionWith": {
-                    "coll": MESSAGES,
-                    "pipeline": [
-                        {"$match": and_visible(viewer, unformed)},
-                        newest,
-                        {"$limit": UNFORMED_PREFETCH},
-                        _tag("unformed"),
-                    ],
-                }
-            },
         ]
-        split = _split([d async for d in await db[PARTITIONS].aggregate(pipeline)])
+        branches = and_visible_branches(viewer, unformed)
+        # One partition visible (a group; a DM outside any circle): plain equalities,
+        # which the index of unformed user messages serves (migration 10).
+        fresh_filter = branches[0] if len(branches) == 1 else and_visible(viewer, unformed)
+        fresh: list[Document] = [
+            {"$match": fresh_filter},
+            {"$match": {"handled": {"$ne": True}}},
+            newest,
+            {"$limit": UNFORMED_PREFETCH},
+            _tag("unformed"),
+        ]
+        first, second = await asyncio.gather(
+            _documents(db[MESSAGES], around), _documents(db[MESSAGES], fresh)
+        )
+        split = _split(first + second)
         # Messages are memoised as one part (a write to the journal drops both lists).
         messages = [{_SRC: "history", **d} for d in split.get("history", [])] + [
             {_SRC: "unformed", **d} for d in split.get("unformed", [])

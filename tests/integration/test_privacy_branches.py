@@ -1,0 +1,147 @@
+"""The privacy filter split into plain equalities (for a server that plans indexes only
+from those) selects exactly what the filter selects, and the reply's combined memory read
+built on it shows a viewer no unformed message of a partition they may not see."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from pymongo import MongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from integrations.mongo import turn_memo
+from integrations.mongo.connection import MongoHandle
+from integrations.mongo.directory import history_from
+from integrations.mongo.turn_reads import HISTORY_PREFETCH, memory_snapshot, messages_part
+from memory.constants import MESSAGES
+from memory.models import Partition, Thread, ThreadKind, Viewer
+from memory.privacy import and_visible, and_visible_branches, is_visible, visibility_branches
+from tests.helpers.privacy_world import World, worlds
+
+
+def test_branches_select_exactly_what_the_filter_selects(mongo: MongoHandle) -> None:
+    assert mongo.lease is not None, "the property test must run on the embedded server"
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo.lease.url, tz_aware=True)
+    db = client[f"branches_{uuid.uuid4().hex[:8]}"]
+    coll = db["memory_facts"]
+    seen = {"viewers": 0, "visible": 0}
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(world=worlds)
+    def check(world: World) -> None:
+        coll.delete_many({})
+        coll.insert_many([{"_id": i, **p.as_fields()} for i, p in enumerate(world.partitions)])
+        for viewer in world.viewers():
+            allowed = sorted(i for i, p in enumerate(world.partitions) if is_visible(p, viewer))
+            branches = visibility_branches(viewer)
+            for branch in branches:  # plain equalities only: no operator anywhere
+                assert all(not isinstance(v, dict) for v in branch.values()), branch
+                assert not any(k.startswith("$") for k in branch), branch
+            union = [d["_id"] for b in branches for d in coll.find(b, {"_id": 1})]
+            assert sorted(union) == allowed, f"branches and predicate disagree for {viewer}"
+            seen["viewers"] += 1
+            seen["visible"] += len(union)
+
+    try:
+        check()
+    finally:
+        client.drop_database(db.name)
+        client.close()
+    assert seen["viewers"] >= 2_000 and seen["visible"] > 0
+
+
+def test_a_query_may_not_replace_the_filter() -> None:
+    viewer = Viewer(
+        user_id="a", thread=Thread(id="dm:a", kind=ThreadKind.DM, user_id="a"), circle_ids={"c"}
+    )
+    for bad in ({"visibility": "dm"}, {"owner_user_id": "b"}, {"$or": [{}]}):
+        try:
+            and_visible_branches(viewer, bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad} was merged into the privacy filter")
+
+
+NOW = datetime(2026, 6, 1, 9, tzinfo=UTC)
+PARTITIONS = {
+    "a_dm": Partition.dm("a"),
+    "b_dm": Partition.dm("b"),
+    "c_circle": Partition.circle("c"),
+    "c_a": Partition.member("c", "a"),
+    "c_b": Partition.member("c", "b"),
+    "d_circle": Partition.circle("d"),
+}
+
+
+async def test_the_reply_read_of_unformed_messages_never_leaks(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    docs = []
+    for n, (name, p) in enumerate(PARTITIONS.items()):
+        for k, (role, formed, handled) in enumerate(
+            [
+                ("user", False, False),
+                ("user", False, True),
+                ("user", True, False),
+                ("agent", False, False),
+            ]
+        ):
+            docs.append(
+                {
+                    "_id": f"{name}:{k}",
+                    "thread_id": f"t:{name}",
+                    "role": role,
+                    "formed": formed,
+                    "handled": handled,
+                    "text": f"said in {name}",
+                    "created_at": NOW + timedelta(minutes=n * 4 + k),
+                    **p.as_fields(),
+                }
+            )
+    await migrated_db[MESSAGES].insert_many(docs)
+    member_of = {"a": {"c"}, "b": {"c", "d"}}
+    threads = [
+        Thread(id="t:c", kind=ThreadKind.GROUP, circle_id="c"),
+        Thread(id="t:d", kind=ThreadKind.GROUP, circle_id="d"),
+        Thread(id="t:a_dm", kind=ThreadKind.DM, user_id="a"),
+        Thread(id="t:b_dm", kind=ThreadKind.DM, user_id="b"),
+    ]
+    checked = 0
+    for user, circles in member_of.items():
+        for thread in threads:
+            viewer = Viewer(user_id=user, thread=thread, circle_ids=frozenset(circles))
+            query = {"formed": False, "role": "user", "handled": {"$ne": True}}
+            expected = [
+                d["_id"]
+                async for d in migrated_db[MESSAGES]
+                .find(and_visible(viewer, query))
+                .sort([("created_at", -1), ("_id", -1)])
+            ]
+            with turn_memo.reply_turn():
+                memo = turn_memo.current()
+                assert memo is not None
+                parts = await memory_snapshot(migrated_db, memo, viewer)
+            got = [d["_id"] for d in messages_part(parts[MESSAGES], "unformed")]
+            assert got == expected, (viewer, got, expected)
+            for doc in docs:
+                if doc["_id"] in got:
+                    assert is_visible(Partition.from_fields(doc), viewer), (viewer, doc["_id"])
+            checked += len(got)
+    # Some viewers saw unformed messages (a's own DM, the circles' groups), none saw b's DM
+    # from a's side or the other way round.
+    assert checked > 0
+
+
+def test_the_history_bound_never_drops_a_message_of_the_newest() -> None:
+    times = [NOW + timedelta(seconds=s) for s in range(HISTORY_PREFETCH - 1)]
+    assert history_from({"recent_at": times}, NOW) is not None  # 20 known: bounded
+    assert history_from({"recent_at": times[1:]}, NOW + timedelta(days=1)) is None  # 19: not
+    # Out of order (a replayed message stamped earlier): the bound is the oldest, so every
+    # one of the last user messages is still inside it.
+    late = NOW - timedelta(hours=3)
+    bound = history_from({"recent_at": times}, late)
+    assert bound == late
+    assert all(t >= bound for t in [*times, late][-HISTORY_PREFETCH:])
