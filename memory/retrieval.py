@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from memory.heuristics import dynamic_limit, should_retrieve
 from memory.models import Viewer
@@ -58,6 +59,8 @@ log = logging.getLogger(__name__)
 
 #: Longest query text that is embedded and searched; the rest adds nothing but latency.
 MAX_QUERY_CHARS = 2000
+#: Embeddings started ahead (:meth:`Retriever.warm`) kept until their search comes.
+WARM_KEPT = 8
 #: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
 #: own memories whose cosine to the query is within this margin of the best match's rank
 #: before a partner's that match as well (the order changes, not the scores). Cosines are
@@ -166,6 +169,24 @@ class Retriever:
         self._on_access = on_access
         self.recent = recent
         self._background: set[asyncio.Task[None]] = set()
+        #: Query embeddings started ahead of their search (:meth:`warm`), by query text.
+        self._warming: dict[str, asyncio.Task[npt.NDArray[np.float32]]] = {}
+
+    def warm(self, message: str) -> None:
+        """Start embedding ``message`` now, for a :meth:`for_message` on it that comes
+        after the turn's first round trips: the model runs in its thread while the reply
+        path waits on the database, instead of after it. Only a message the heuristic
+        would search for is embedded; an unused embedding is dropped after a few more."""
+        text = " ".join(message.split())[:MAX_QUERY_CHARS]
+        if not text or text in self._warming or not should_retrieve(message):
+            return
+        while len(self._warming) >= WARM_KEPT:
+            self._warming.pop(next(iter(self._warming))).cancel()
+        task = asyncio.create_task(self.embedder.embed([text]))
+        # A failure is seen (and logged) by the search that awaits it; one nobody
+        # awaits is collected here, so it is never reported as unretrieved.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self._warming[text] = task
 
     async def for_message(
         self, viewer: Viewer, message: str, *, about: Mapping[str, str] | None = None
@@ -328,9 +349,11 @@ class Retriever:
 
     async def _embed(self, text: str, result: RetrievalResult) -> Vector | None:
         started = time.perf_counter()
+        warmed = self._warming.pop(text, None)
         try:
             vectors = await asyncio.wait_for(
-                self.embedder.embed([text]), timeout=self.config.embed_timeout_s
+                warmed if warmed is not None else self.embedder.embed([text]),
+                timeout=self.config.embed_timeout_s,
             )
         except Exception as exc:
             result.legs["embed"] = f"failed: {type(exc).__name__}"

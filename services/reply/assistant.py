@@ -143,10 +143,12 @@ class Assistant:
             return Turn([Outgoing(inc.chat_id, text, inc.message_id)] if addressed else [])
 
     async def _handle(self, inc: Incoming) -> Turn:
-        thread, viewer = await self.membership.register(inc)
-        speaker = Person(id=viewer.user_id, name=inc.sender.name)
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
         reminder = detect_reminder(inc.text)  # read once: it decides the journal text too
+        if intent is None and reminder is None and inc.kind != "edited":
+            self._warm_search(inc)
+        thread, viewer = await self.membership.register(inc)
+        speaker = Person(id=viewer.user_id, name=inc.sender.name)
         stored_text = inc.text
         if isinstance(intent, ForgetIntent | ForgetAllIntent):
             stored_text = "[a request to forget something]"  # never keep what is being forgotten
@@ -339,6 +341,16 @@ class Assistant:
         return [
             Person(id=u.id, name=u.name) for u in await self.d.directory.members(thread.circle_id)
         ]
+
+    def _warm_search(self, inc: Incoming) -> None:
+        """A message the chat model will answer: its query embedding starts before the
+        turn's round trips, so they overlap (the search strips the addressing too)."""
+        flags = self.flags
+        if not (flags.enabled and flags.retrieval):
+            return
+        if inc.is_group and not (inc.addressed or self._names_alfred(inc.text)):
+            return
+        self.d.retriever.warm(strip_addressing(inc.text) or inc.text)
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
