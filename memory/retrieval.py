@@ -148,6 +148,12 @@ class RetrievalConfig:
     min_relevance: float = 0.2
 
 
+def _query_text(query: str) -> str:
+    """What is embedded and searched for ``query``: single spaces, at most
+    :data:`MAX_QUERY_CHARS` (a warmed embedding is found again by this text)."""
+    return " ".join(query.split())[:MAX_QUERY_CHARS]
+
+
 class Retriever:
     """Finds the facts a viewer may see that best answer a message."""
 
@@ -177,7 +183,7 @@ class Retriever:
         after the turn's first round trips: the model runs in its thread while the reply
         path waits on the database, instead of after it. Only a message the heuristic
         would search for is embedded; an unused embedding is dropped after a few more."""
-        text = " ".join(message.split())[:MAX_QUERY_CHARS]
+        text = _query_text(message)
         if not text or text in self._warming or not should_retrieve(message):
             return
         while len(self._warming) >= WARM_KEPT:
@@ -209,7 +215,7 @@ class Retriever:
         """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread,
         with their visible unformed messages among them when the recent leg is on.
         ``about`` maps the user ids of people the query names to their names."""
-        text = " ".join(query.split())[:MAX_QUERY_CHARS]
+        text = _query_text(query)
         if self.recent is None or limit <= 0 or not text:
             return await self._search_facts(viewer, query, limit=limit, about=about)
         # One embedding of the query serves the fact legs and the recent leg.
@@ -275,7 +281,7 @@ class Retriever:
         """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
         (with the query's embedding already under way when ``vector_task`` is given)."""
         result = result or RetrievalResult(retrieved=True)
-        text = " ".join(query.split())[:MAX_QUERY_CHARS]
+        text = _query_text(query)
         if limit <= 0 or not text:
             return result
         started = time.perf_counter()
