@@ -145,7 +145,8 @@ class Assistant:
     async def _handle(self, inc: Incoming) -> Turn:
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
         reminder = detect_reminder(inc.text)  # read once: it decides the journal text too
-        if intent is None and reminder is None and inc.kind != "edited":
+        addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
+        if addressed and intent is None and reminder is None and inc.kind != "edited":
             self._warm_search(inc)
         thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
@@ -166,7 +167,6 @@ class Assistant:
         session_id = tick.session_id
         if not new and not inc.replayed:  # redelivered: already journaled and answered
             return Turn([], addressed=False)
-        addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
         if not addressed and viewer.user_id in tick.choice_pending_for:
             # Asked "which should I forget?" in the group: a bare "2" answers it; anything
             # else they say lets the question lapse.
@@ -343,14 +343,12 @@ class Assistant:
         ]
 
     def _warm_search(self, inc: Incoming) -> None:
-        """A message the chat model will answer: its query embedding starts before the
-        turn's round trips, so they overlap (the search strips the addressing too)."""
+        """An addressed message the chat model will answer: its query embedding starts
+        before the turn's round trips, so they overlap (the search strips the addressing
+        too)."""
         flags = self.flags
-        if not (flags.enabled and flags.retrieval):
-            return
-        if inc.is_group and not (inc.addressed or self._names_alfred(inc.text)):
-            return
-        self.d.retriever.warm(strip_addressing(inc.text) or inc.text)
+        if flags.enabled and flags.retrieval:
+            self.d.retriever.warm(strip_addressing(inc.text) or inc.text)
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
