@@ -685,6 +685,71 @@ run_worker(build_worker_settings())
 """
 
 
+async def seed_backlog(env: Env, thread: Thread, n: int, wording: str) -> None:
+    """``n`` unformed messages of two speakers in ``thread`` (``wording`` formatted with
+    the speaker's name and the message's number), counted as pending for formation."""
+    names = {"1": "Alice", "2": "Bob"}
+    docs = [
+        message_to_doc(
+            message(
+                thread,
+                speaker,
+                wording.format(name=names[speaker], speaker=speaker, i=i),
+                NOW + timedelta(seconds=i),
+            )
+        )
+        for i, speaker in enumerate(["1", "2"] * (n // 2))
+    ]
+    await env.services.mongo.db[MESSAGES].insert_many(docs)
+    await env.services.mongo.db["threads"].update_one(
+        {"_id": thread.id}, {"$set": {"pending_messages": n, "pending_tokens": n * 10}}
+    )
+
+
+def reflections_hanging_at(
+    batch: int, topic: str
+) -> tuple[Callable[[RecordedRequest], Awaitable[Any]], asyncio.Event, asyncio.Event]:
+    """A model whose reflection call of the ``batch``-th batch hangs (``held`` set) until
+    ``release`` is set; each batch reflects once, named by its first message's id."""
+    held, release = asyncio.Event(), asyncio.Event()
+    reflections = 0
+    default = json_task_handler()
+
+    async def handler(request: RecordedRequest) -> Any:
+        nonlocal reflections
+        if '{"reflections"' not in request.system_prompt:
+            return default(request)
+        reflections += 1
+        if reflections == batch:  # worker A: hang until killed
+            held.set()
+            await release.wait()
+        first = re.search(r"^\[([^\]]+)\] \(", request.last_user_text, re.M)
+        assert first is not None
+        content = f"Batch {first.group(1)[:8]} plans {topic}"
+        return completion(json.dumps({"reflections": [{"scope": "session", "content": content}]}))
+
+    return handler, held, release
+
+
+def request_finished(env: Env, request_id: str) -> Callable[[], Awaitable[bool]]:
+    """Whether the request is done in the outbox and arq recorded its job complete."""
+
+    async def finished() -> bool:
+        current = await env.outbox.get(request_id)
+        if current is None or current.status is not RequestStatus.DONE:
+            return False
+        return await env.queues[0].state(request_id) is JobState.COMPLETE
+
+    return finished
+
+
+async def kill_all(*procs: asyncio.subprocess.Process | None) -> None:
+    for proc in procs:
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
     settings: Settings, mongo: MongoHandle, redis: RedisHandle, tmp_path: Path
 ) -> None:
@@ -696,39 +761,8 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
     assert mongo.lease is not None
     env = await open_env(settings, redis)
     thread = env.group
-    names = {"1": "Alice", "2": "Bob"}
-    docs = [
-        message_to_doc(
-            message(
-                thread,
-                speaker,
-                f"{names[speaker]} plans part {i} of the Lisbon trip",
-                NOW + timedelta(seconds=i),
-            )
-        )
-        for i, speaker in enumerate(["1", "2"] * 125)
-    ]
-    await env.services.mongo.db[MESSAGES].insert_many(docs)
-    await env.services.mongo.db["threads"].update_one(
-        {"_id": thread.id}, {"$set": {"pending_messages": 250, "pending_tokens": 2500}}
-    )
-
-    held, release = asyncio.Event(), asyncio.Event()
-    reflections = 0
-    default = json_task_handler()
-
-    async def handler(request: RecordedRequest) -> Any:
-        nonlocal reflections
-        if '{"reflections"' not in request.system_prompt:
-            return default(request)
-        reflections += 1
-        if reflections == 3:  # worker A, third batch: hang until killed
-            held.set()
-            await release.wait()
-        first = re.search(r"^\[([^\]]+)\] \(", request.last_user_text, re.M)
-        assert first is not None
-        content = f"Batch {first.group(1)[:8]} plans Lisbon"
-        return completion(json.dumps({"reflections": [{"scope": "session", "content": content}]}))
+    await seed_backlog(env, thread, 250, "{name} plans part {i} of the Lisbon trip")
+    handler, held, release = reflections_hanging_at(3, "Lisbon")
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -779,14 +813,8 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
                 stderr=subprocess.STDOUT,
             )
 
-            async def finished() -> bool:  # done in the outbox, and arq recorded it
-                current = await env.outbox.get(request.id)
-                if current is None or current.status is not RequestStatus.DONE:
-                    return False
-                return await env.queues[0].state(request.id) is JobState.COMPLETE
-
             try:
-                await wait_until(finished, 40)
+                await wait_until(request_finished(env, request.id), 40)
             except AssertionError:
                 raise AssertionError((logs / "b.out").read_text()[-3000:]) from None
             worker_b.send_signal(signal.SIGTERM)
@@ -803,10 +831,7 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
         assert "orphaned by a dead worker" in (logs / "b.out").read_text(), "fast recovery"
         assert not await JobQueue(env.queues[0].pool).in_progress_for(request.id)
     finally:
-        for proc in (worker_a, worker_b):
-            if proc is not None and proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+        await kill_all(worker_a, worker_b)
         log_a.close()
         log_b.close()
         await close_env(env)
@@ -823,37 +848,8 @@ async def test_a_worker_killed_holding_the_lock_hands_its_job_on_within_the_leas
     assert mongo.lease is not None
     env = await open_env(settings, redis)
     thread = env.group
-    docs = [
-        message_to_doc(
-            message(
-                thread,
-                speaker,
-                f"Speaker {speaker} plans step {i} of the move",
-                NOW + timedelta(seconds=i),
-            )
-        )
-        for i, speaker in enumerate(["1", "2"] * 50)
-    ]
-    await env.services.mongo.db[MESSAGES].insert_many(docs)
-    await env.services.mongo.db["threads"].update_one(
-        {"_id": thread.id}, {"$set": {"pending_messages": 100, "pending_tokens": 1000}}
-    )
-    held, release = asyncio.Event(), asyncio.Event()
-    reflections = 0
-    default = json_task_handler()
-
-    async def handler(request: RecordedRequest) -> Any:
-        nonlocal reflections
-        if '{"reflections"' not in request.system_prompt:
-            return default(request)
-        reflections += 1
-        if reflections == 1:  # worker A, first batch: hang until killed
-            held.set()
-            await release.wait()
-        first = re.search(r"^\[([^\]]+)\] \(", request.last_user_text, re.M)
-        assert first is not None
-        content = f"Batch {first.group(1)[:8]} plans the move"
-        return completion(json.dumps({"reflections": [{"scope": "session", "content": content}]}))
+    await seed_backlog(env, thread, 100, "Speaker {speaker} plans step {i} of the move")
+    handler, held, release = reflections_hanging_at(1, "the move")
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -891,14 +887,8 @@ async def test_a_worker_killed_holding_the_lock_hands_its_job_on_within_the_leas
                 cwd=tmp_path, stdout=log_b, stderr=subprocess.STDOUT,
             )  # fmt: skip
 
-            async def finished() -> bool:
-                current = await env.outbox.get(request.id)
-                if current is None or current.status is not RequestStatus.DONE:
-                    return False
-                return await env.queues[0].state(request.id) is JobState.COMPLETE
-
             try:
-                await wait_until(finished, 40)
+                await wait_until(request_finished(env, request.id), 40)
             except AssertionError:
                 raise AssertionError((logs / "b.out").read_text()[-3000:]) from None
         facts = await env.facts()
@@ -909,10 +899,7 @@ async def test_a_worker_killed_holding_the_lock_hands_its_job_on_within_the_leas
         done = await env.outbox.get(request.id)
         assert done is not None and done.attempts == 2
     finally:
-        for proc in (worker_a, worker_b):
-            if proc is not None and proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+        await kill_all(worker_a, worker_b)
         log_a.close()
         log_b.close()
         await close_env(env)
