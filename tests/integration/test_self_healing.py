@@ -267,7 +267,12 @@ class HungModel:
         await asyncio.Event().wait()
 
 
-async def test_explicit_memory_with_a_hung_model_is_stored_as_said(bot_env: Any) -> None:
+@contextlib.asynccontextmanager
+async def bot_with_hung_model(
+    bot_env: Any,
+) -> AsyncIterator[tuple[FakeOpenAI, FakeTelegram, Any]]:
+    """A bot whose model never answers: each try would wait an hour, three times, but
+    an explicit request has half a second of model time in all."""
     async with (
         FakeOpenAI(embedding_dimensions=8, chat_handler=HungModel()) as model,
         FakeTelegram(bot_username="alfred") as tg,
@@ -276,10 +281,15 @@ async def test_explicit_memory_with_a_hung_model_is_stored_as_said(bot_env: Any)
             openai_api_key=SecretStr("test-key"),
             openai_base_url=model.base_url,
             embeddings_provider="local",
-            llm_timeout=3600.0,  # each try would wait an hour, three times
+            llm_timeout=3600.0,
             llm_explicit_budget=0.5,
         ) as bot,
     ):
+        yield model, tg, bot
+
+
+async def test_explicit_memory_with_a_hung_model_is_stored_as_said(bot_env: Any) -> None:
+    async with bot_with_hung_model(bot_env) as (_model, tg, bot):
         cy = tg.user("Cy", username="cy")
         dm = tg.private_chat(cy)
         (reply,) = await bot.say(
@@ -365,18 +375,7 @@ async def test_a_hung_model_does_not_hold_a_correction_past_the_explicit_budget(
     the first (the update decision): with the model hung, that call shares the one short
     budget of the extraction, so the person is answered and the new words are stored.
     The hung extraction used the whole budget, so the decision is not even asked."""
-    async with (
-        FakeOpenAI(embedding_dimensions=8, chat_handler=HungModel()) as model,
-        FakeTelegram(bot_username="alfred") as tg,
-        bot_env(
-            tg,
-            openai_api_key=SecretStr("test-key"),
-            openai_base_url=model.base_url,
-            embeddings_provider="local",
-            llm_timeout=3600.0,  # each try would wait an hour, three times
-            llm_explicit_budget=0.5,
-        ) as bot,
-    ):
+    async with bot_with_hung_model(bot_env) as (model, tg, bot):
         cy = tg.user("Cy", username="cy")
         dm = tg.private_chat(cy)
         first = "remember that my passport is in the red folder"
