@@ -59,6 +59,10 @@ def _split(docs: list[Document]) -> dict[str, list[Document]]:
     return parts
 
 
+async def _documents(coll: AsyncCollection[Document], pipeline: list[Document]) -> list[Document]:
+    return [d async for d in await coll.aggregate(pipeline)]
+
+
 async def directory_snapshot(
     db: AsyncDatabase[Document], memo: TurnMemo, user_id: str, thread_id: str
 ) -> list[Document]:
@@ -87,7 +91,7 @@ async def directory_snapshot(
             }
         },
     ]
-    parts = _split([d async for d in await db[CIRCLES].aggregate(pipeline)])
+    parts = _split(await _documents(db[CIRCLES], pipeline))
     circles = parts.get("circle", [])
     users: dict[str, Document] = {}
     for circle in circles:
@@ -114,10 +118,6 @@ def memoised_users(memo: TurnMemo, user_ids: list[str]) -> dict[str, Document | 
             return None
         found[uid] = doc
     return found
-
-
-async def _documents(coll: AsyncCollection[Document], pipeline: list[Document]) -> list[Document]:
-    return [d async for d in await coll.aggregate(pipeline)]
 
 
 async def memory_snapshot(
