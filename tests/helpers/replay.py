@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from bot.bench.fake_openai import FakeOpenAI
 from bot.replay import parse_script, run_script
 from runtime.settings import Settings
 
@@ -21,6 +24,19 @@ async def replay_lines(
     )
     await run_script(world, parse_script(text), out.append)
     return out
+
+
+def with_model(settings: Settings, fake: FakeOpenAI) -> Settings:
+    """``settings`` with the chat model and embeddings served by ``fake`` (the local
+    embedder computes the vectors, so retrieval behaves as it does offline)."""
+    overrides = fake.settings_overrides()
+    return settings.model_copy(
+        update={
+            "openai_api_key": SecretStr(overrides["openai_api_key"]),
+            "openai_base_url": overrides["openai_base_url"],
+            "embeddings_provider": "local",
+        }
+    )
 
 
 def replies(out: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
@@ -23,7 +21,7 @@ from bot.bench.fake_openai import (
     tool_call,
 )
 from runtime.settings import Settings
-from tests.helpers.replay import probe, probes, replay_lines, replies, say
+from tests.helpers.replay import probe, probes, replay_lines, replies, say, with_model
 
 DEFAULT_TASKS = json_task_handler()
 
@@ -80,14 +78,7 @@ ATTEMPTS = [
 async def test_dm_secret_never_leaves_alices_dm(settings: Settings, tmp_path: Path) -> None:
     async with FakeOpenAI(embedding_dimensions=8) as fake:
         fake.set_handler(chat_handler)
-        overrides = fake.settings_overrides()
-        world = settings.model_copy(
-            update={
-                "openai_api_key": SecretStr(overrides["openai_api_key"]),
-                "openai_base_url": overrides["openai_base_url"],
-                "embeddings_provider": "local",
-            }
-        )
+        world = with_model(settings, fake)
         out = await replay_lines(
             world,
             [

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
@@ -21,7 +19,7 @@ from bot.telegram.offline_bot_api import SentMessage
 from runtime.settings import Settings
 from services.reply.lists import NONE_HERE, NOTHING_TO_TICK
 from tests.helpers.fake_telegram import FakeTelegram
-from tests.helpers.replay import replay_lines, replies, say
+from tests.helpers.replay import replay_lines, replies, say, with_model
 from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used below
     bot_env,
     handler_errors,
@@ -119,14 +117,7 @@ async def test_a_list_the_chat_model_shows_carries_its_buttons_at_home_only(
     under the model's answer, in the list's own thread only."""
     async with FakeOpenAI(embedding_dimensions=8) as fake:
         fake.set_handler(_peeking_model)
-        overrides = fake.settings_overrides()
-        world = settings.model_copy(
-            update={
-                "openai_api_key": SecretStr(overrides["openai_api_key"]),
-                "openai_base_url": overrides["openai_base_url"],
-                "embeddings_provider": "local",
-            }
-        )
+        world = with_model(settings, fake)
         out = await replay_lines(
             world,
             [

@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
 from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
@@ -18,7 +16,7 @@ from bot.bench.fake_openai import (
     tool_call,
 )
 from runtime.settings import Settings
-from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
+from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say, with_model
 
 FAM = {"circle": "fam", "members": ["alice", "bob"]}
 WORK = {"circle": "work", "members": ["alice", "carol"]}
@@ -296,14 +294,7 @@ async def test_the_chat_models_list_tools_keep_to_the_thread(
     message handled (never learned from)."""
     async with FakeOpenAI(embedding_dimensions=8) as fake:
         fake.set_handler(_list_model)
-        overrides = fake.settings_overrides()
-        world = settings.model_copy(
-            update={
-                "openai_api_key": SecretStr(overrides["openai_api_key"]),
-                "openai_base_url": overrides["openai_base_url"],
-                "embeddings_provider": "local",
-            }
-        )
+        world = with_model(settings, fake)
         out = await replay_lines(
             world,
             [

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
 from pymongo.asynchronous.database import AsyncDatabase
 
 from bot.bench.fake_openai import (
@@ -27,7 +26,7 @@ from memory.search.app_backend import AppSearchBackend
 from memory.search.scope_index import ScopeIndexCache
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
-from tests.helpers.replay import probe, probes, replay_lines, replies, say
+from tests.helpers.replay import probe, probes, replay_lines, replies, say, with_model
 from tests.helpers.world import dm, group, viewer
 
 FLAT = {"circle": "flat", "members": ["ines", "kofi", "lena"]}
@@ -222,14 +221,7 @@ async def test_with_a_model_the_group_prompt_marks_partner_memories_and_asks_to_
 ) -> None:
     async with FakeOpenAI(embedding_dimensions=8) as fake:
         fake.set_handler(_model)
-        overrides = fake.settings_overrides()
-        world = settings.model_copy(
-            update={
-                "openai_api_key": SecretStr(overrides["openai_api_key"]),
-                "openai_base_url": overrides["openai_base_url"],
-                "embeddings_provider": "local",
-            }
-        )
+        world = with_model(settings, fake)
         await replay_lines(
             world,
             [
