@@ -8,8 +8,8 @@
   ``[(job name, status)]``; without Redis it runs the open outbox requests inline.
 * :func:`run_single_job` — one queued job (an ``alfred admin`` command nobody else
   runs) through a real arq worker that claims only that job id.
-* :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue) at a given,
-  possibly simulated, time. Both are every-minute, idempotent duties, so running them at
+* :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue, recall counts)
+  at a given, possibly simulated, time. All are every-minute, idempotent duties, so running them at
   ``now`` is exactly what the cron would do at ``now``. Without a Redis handle they do
   their work inline (no queue needed); with one they queue jobs for :func:`drain`.
 """
@@ -32,6 +32,7 @@ from integrations.redis.connection import RedisHandle
 from integrations.redis.queue import (
     CLOSE_ERRORS,
     COLD_SESSIONS,
+    FOLD_RECALLS,
     FORM_THREAD,
     REMINDER_SWEEP,
     REQUEUE_OUTBOX,
@@ -44,7 +45,13 @@ from jobs.tasks import startup
 from jobs.worker import worker_options
 from runtime.bundle import Services
 from runtime.jobs import jobs_runtime, queue_name
-from services.formation_duties import Transient, cold_sessions, process_request, requeue_outbox
+from services.formation_duties import (
+    Transient,
+    cold_sessions,
+    fold_recalls,
+    process_request,
+    requeue_outbox,
+)
 from services.job_config import JobsConfig
 
 log = logging.getLogger(__name__)
@@ -291,6 +298,7 @@ async def run_due_crons(
     try:
         cold = await cold_sessions(rt, now)
         requeue = await requeue_outbox(rt, now)
+        recalls = await fold_recalls(rt)
         reminders = await reminder_sweep(services, queue) if queue is not None else 0
     finally:
         if queue is not None:
@@ -301,6 +309,7 @@ async def run_due_crons(
     runs = [
         CronRun(COLD_SESSIONS, asdict(cold)),
         CronRun(REQUEUE_OUTBOX, asdict(requeue)),
+        CronRun(FOLD_RECALLS, {"facts_updated": recalls}),
         CronRun(REMINDER_SWEEP, {"queued": reminders}),
     ]
     if services.settings.flags().calendar:

@@ -40,6 +40,7 @@ from services.formation_duties import (
     Transient,
     cold_sessions,
     consolidate_now,
+    fold_recalls,
     process_request,
     requeue_outbox,
 )
@@ -175,6 +176,11 @@ async def cold_sessions_job(ctx: Ctx) -> dict[str, Any]:
 async def requeue_outbox_job(ctx: Ctx) -> dict[str, Any]:
     """Cron, every minute: queue stale open requests again; release orphaned jobs."""
     return asdict(await requeue_outbox(runtime(ctx).duties))
+
+
+async def fold_recalls_job(ctx: Ctx) -> dict[str, Any]:
+    """Cron, every minute: add the recall counts the replies logged to their facts."""
+    return {"facts_updated": await fold_recalls(runtime(ctx).duties)}
 
 
 async def consolidate(

@@ -21,13 +21,20 @@ from typing import Any
 from arq import cron, func
 from arq.connections import RedisSettings
 
-from integrations.redis.queue import COLD_SESSIONS, CONSOLIDATE, FORM_THREAD, REQUEUE_OUTBOX
+from integrations.redis.queue import (
+    COLD_SESSIONS,
+    CONSOLIDATE,
+    FOLD_RECALLS,
+    FORM_THREAD,
+    REQUEUE_OUTBOX,
+)
 from jobs.admin.tasks import admin_functions
 from jobs.calendar_tasks import calendar_cron_jobs, calendar_functions
 from jobs.reminder_tasks import reminder_cron_jobs, reminder_functions
 from jobs.tasks import (
     cold_sessions_job,
     consolidate,
+    fold_recalls_job,
     form_thread,
     requeue_outbox_job,
     shutdown,
@@ -84,18 +91,31 @@ def functions(config: JobsConfig | None = None, *, crons_as_functions: bool = Fa
                 timeout=config.cron_timeout,
                 max_tries=1,
             ),
+            func(
+                timed(FOLD_RECALLS, fold_recalls_job),
+                name=FOLD_RECALLS,
+                timeout=config.cron_timeout,
+                max_tries=1,
+            ),
         ]
     return registered
 
 
 def cron_jobs(config: JobsConfig | None = None) -> list[Any]:
-    """Every minute: cold sessions at :00, the outbox requeue at :30 (spread the load)."""
+    """Every minute: cold sessions at :00, the outbox requeue at :30, recall counts at :50
+    (spread the load; calendar and reminders add theirs at :15 and :45)."""
     config = config or JobsConfig()
     return [
         cron(
             timed(COLD_SESSIONS, cold_sessions_job),
             name=COLD_SESSIONS,
             second=0,
+            timeout=config.cron_timeout,
+        ),
+        cron(
+            timed(FOLD_RECALLS, fold_recalls_job),
+            name=FOLD_RECALLS,
+            second=50,
             timeout=config.cron_timeout,
         ),
         cron(

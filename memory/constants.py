@@ -16,6 +16,8 @@ CLARIFICATIONS: Final = "clarifications"
 SCHEMA_MIGRATIONS: Final = "schema_migrations"
 #: One document per partition holding facts, with a version bumped after every change.
 PARTITIONS: Final = "memory_partitions"
+#: Recall counts waiting to be added to their facts: fact ids and numbers, no content.
+RECALLS: Final = "memory_recalls"
 
 #: Every collection that holds a memory artefact and therefore a partition.
 PARTITIONED_COLLECTIONS: Final = (FACTS, REFLECTIONS, CONSOLIDATED, CLARIFICATIONS, MESSAGES)

@@ -10,7 +10,7 @@ The request and job value types live here too: both sides of each port speak the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -233,6 +233,16 @@ class QuietThreads(Protocol):
 
     async def quiet_threads(self, older_than: datetime, *, limit: int = 500) -> list[str]:
         """Threads with an unformed user message created at or before ``older_than``."""
+        ...
+
+
+class RecallCounts(Protocol):
+    """Recall counts the replies logged, waiting to be added to their facts."""
+
+    async def fold(self, *, go_on: Callable[[], bool] = ...) -> int:
+        """Add every waiting count to its fact; return how many facts were updated.
+        One fold at a time; ``go_on`` is asked before every write (False: stop, the
+        rest waits for the next fold)."""
         ...
 
 

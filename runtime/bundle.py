@@ -20,6 +20,7 @@ from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
+from integrations.mongo.recall_log import MongoRecallLog
 from memory.always import AlwaysInContext
 from memory.consolidation import ConsolidationService
 from memory.facts import FactWriter
@@ -65,8 +66,10 @@ class Services:
     semantic: SemanticIndex | None = None
     semantic_metrics: SemanticMetrics | None = None
     mirror: Mem0Mirror | None = None
-    #: Recall counts written in batches (written out at close).
+    #: Recall counts logged in batches (logged at close).
     access: BatchedAccess | None = None
+    #: Where those batches wait for the worker to add them to the facts.
+    recalls: MongoRecallLog | None = None
 
     async def aclose(self) -> None:
         await self.retriever.drain()

@@ -27,12 +27,12 @@ from integrations.mongo.journal import MongoJournal
 from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
+from integrations.mongo.recall_log import MongoRecallLog
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
 from memory.always import AlwaysInContext
 from memory.clock import SystemClock
 from memory.consolidation import ConsolidationService
-from memory.constants import FACTS
 from memory.facts import FactWriter
 from memory.formation import FormationService
 from memory.llm import LLM
@@ -99,7 +99,8 @@ async def build_services(
         caps = await detect_capabilities(mongo.db)
         store = MongoFactStore(mongo.db)
         # One write per few seconds of replies instead of one per reply.
-        access = BatchedAccess(mongo.db[FACTS])
+        recalls = MongoRecallLog(mongo.db)
+        access = BatchedAccess(recalls)
         backend, warnings = await choose_search_backend(mongo, caps, store, embedder)
         other_models = await store.count_other_models(embedder.model_name)
         if other_models:
@@ -173,8 +174,9 @@ async def build_services(
         consolidation=ConsolidationService(notes, llm, clock),
         always=AlwaysInContext(notes),
         calendar=calendar,
-        # Without calendars set up no connection can give a zone: one read fewer per reply.
         access=access,
+        recalls=recalls,
+        # Without calendars set up no connection can give a zone: one read fewer per reply.
         time_zones=TimeZones(
             MongoTimeZones(mongo.db),
             clock,

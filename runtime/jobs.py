@@ -96,6 +96,7 @@ def jobs_runtime(
         observer=ProcessMetrics(),
         errors=JOB_ERRORS,
         quiet=services.journal,
+        recalls=services.recalls,
     )
 
 

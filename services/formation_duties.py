@@ -28,7 +28,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from memory.consolidation import ConsolidationService
 from memory.constants import FORMATION_MIN_MESSAGES, FORMATION_QUIET_AFTER_SECONDS
@@ -45,6 +45,7 @@ from memory.job_ports import (
     LockBusy,
     Outbox,
     QuietThreads,
+    RecallCounts,
     RequestKind,
     RequestStatus,
     ThreadLocks,
@@ -107,6 +108,8 @@ class JobsRuntime:
     observer: FormationObserver | None = None
     #: Finds threads whose few unformed messages waited too long; None: no such sweep.
     quiet: QuietThreads | None = None
+    #: The replies' recall counts, added to the facts off the reply path; None: none kept.
+    recalls: RecallCounts | None = None
 
     def transient_delay(self, exc: BaseException, job_try: int) -> float | None:
         """The back-off for a retryable failure of one of these duties, or None."""
@@ -485,3 +488,26 @@ async def consolidate_now(
     """Consolidate one (scope, partition[, session]) now (the operator's job)."""
     report = await rt.consolidation.consolidate(scope, partition, session_id, force=force)
     return None if report is None else {**asdict(report), "scope": report.scope.value}
+
+
+# --- recall counts ------------------------------------------------------------------
+
+
+#: The lock that keeps recall folds one at a time (no thread id looks like it).
+RECALL_FOLD_LOCK: Final = "recall-counts"
+
+
+async def fold_recalls(rt: JobsRuntime) -> int:
+    """Add the recall counts the replies logged to their facts (a fact document's update
+    is costly on the embedded server, so the bot only logs them: ``recall_log``).
+
+    Under a lock, so two workers' crons never fold at once; the one that finds it taken
+    leaves the work to the holder. If the lock is lost midway the fold stops, and the
+    next one finishes what it marked."""
+    if rt.recalls is None:
+        return 0
+    try:
+        async with rt.locks.hold(RECALL_FOLD_LOCK, "fold") as lease:
+            return await rt.recalls.fold(go_on=lambda: not lease.lost)
+    except LockBusy:
+        return 0

@@ -4,8 +4,9 @@ Every answered message that retrieves counts a recall of the facts it used
 (``access_count``, ``last_accessed_at``: a ranking signal, decay's "used lately"). It
 never blocked the reply (the retriever records it in the background), but it was one
 database round trip per message. Here the counts of many replies are added up and
-written together, in one ``bulkWrite``, when :data:`FLUSH_AFTER_S` have passed since the
-first unwritten one or :data:`FLUSH_AT_FACTS` facts are waiting, and at shutdown
+logged together, as one small document (:mod:`integrations.mongo.recall_log`, which a
+worker adds to the facts), when :data:`FLUSH_AFTER_S` have passed since the first
+unwritten one or :data:`FLUSH_AT_FACTS` facts are waiting, and at shutdown
 (:meth:`BatchedAccess.flush`).
 
 What a crash can lose is at most those few seconds of counts, a ranking signal that
@@ -19,10 +20,9 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
-from pymongo import UpdateOne
-from pymongo.asynchronous.collection import AsyncCollection
+from integrations.mongo.recall_log import MongoRecallLog
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +37,19 @@ class BatchedAccess:
 
     def __init__(
         self,
-        facts: AsyncCollection[dict[str, Any]],
+        log: MongoRecallLog,
         *,
         flush_after_s: float = FLUSH_AFTER_S,
         flush_at_facts: int = FLUSH_AT_FACTS,
     ) -> None:
-        self._facts = facts
+        self._log = log
         self._flush_after_s = flush_after_s
         self._flush_at_facts = flush_at_facts
         self._counts: Counter[str] = Counter()
         self._last: dict[str, datetime] = {}
         self._timer: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self.writes = 0  # bulk writes sent, for tests and the benchmark
+        self.writes = 0  # batches logged, for tests and the benchmark
 
     async def record(self, fact_ids: Sequence[str], at: datetime) -> None:
         """Count one recall of each of ``fact_ids`` at ``at``."""
@@ -72,21 +72,14 @@ class BatchedAccess:
             log.info("recall counts not written yet: %s", type(exc).__name__)
 
     async def flush(self) -> None:
-        """Write every pending count now (one round trip), e.g. at shutdown."""
+        """Log every pending count now (one insert), e.g. at shutdown."""
         async with self._lock:
             if not self._counts:
                 return
             counts, last = self._counts, self._last
             self._counts, self._last = Counter(), {}
-            ops = [
-                UpdateOne(
-                    {"_id": fact_id},
-                    {"$inc": {"access_count": n}, "$max": {"last_accessed_at": last[fact_id]}},
-                )
-                for fact_id, n in counts.items()
-            ]
             try:
-                await self._facts.bulk_write(ops, ordered=False)
+                await self._log.append({i: (n, last[i]) for i, n in counts.items()})
                 self.writes += 1
             except Exception:
                 self._counts.update(counts)  # kept for the next write

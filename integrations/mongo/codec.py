@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from bson.binary import Binary, BinaryVectorDtype
 
+from integrations.mongo.recall_log import FOLD_MARK
 from memory.models import (
     Clarification,
     Consolidated,
@@ -23,6 +24,9 @@ from memory.models import (
 )
 
 Document = dict[str, Any]
+
+#: Fields of a fact's document that are storage's own, not the model's.
+FACT_STORAGE_FIELDS = frozenset({"_id", "embedding", "current", "pkey", FOLD_MARK})
 
 
 def vector_to_bson(vector: list[float] | np.ndarray | None) -> Binary | None:
@@ -59,7 +63,7 @@ def fact_to_doc(fact: Fact) -> Document:
 
 
 def fact_from_doc(doc: Document) -> Fact:
-    data = {k: v for k, v in doc.items() if k not in {"_id", "embedding", "current", "pkey"}}
+    data = {k: v for k, v in doc.items() if k not in FACT_STORAGE_FIELDS}
     return Fact(
         id=str(doc["_id"]),
         partition=_partition_of(doc),

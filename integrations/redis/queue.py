@@ -38,6 +38,7 @@ FORM_THREAD: Final = "form_thread"
 CONSOLIDATE: Final = "consolidate"
 COLD_SESSIONS: Final = "cold_sessions"
 REQUEUE_OUTBOX: Final = "requeue_outbox"
+FOLD_RECALLS: Final = "fold_recalls"
 DELIVER_REMINDER: Final = "deliver_reminder"
 REMINDER_SWEEP: Final = "reminder_sweep"
 

@@ -20,6 +20,7 @@ from pymongo import AsyncMongoClient, monitoring
 
 from integrations.mongo.access_log import BatchedAccess
 from integrations.mongo.directory import MongoDirectory
+from integrations.mongo.recall_log import MongoRecallLog
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
 from memory.clock import ManualClock
@@ -200,7 +201,8 @@ async def test_a_leave_a_forget_and_a_time_zone_are_seen_by_the_next_message(
 async def test_recall_counts_wait_for_their_batch_and_none_is_lost(s: Services) -> None:
     facts = s.mongo.db[FACTS]
     await facts.insert_many([{"_id": f"f{i}", "access_count": 0} for i in (1, 2, 3)])
-    access = BatchedAccess(facts, flush_after_s=60, flush_at_facts=3)
+    recalls = MongoRecallLog(s.mongo.db)
+    access = BatchedAccess(recalls, flush_after_s=60, flush_at_facts=3)
     later = NOW + timedelta(minutes=5)
 
     async def counts() -> dict[str, tuple[int, object]]:
@@ -210,10 +212,13 @@ async def test_recall_counts_wait_for_their_batch_and_none_is_lost(s: Services) 
 
     await access.record(["f1", "f2"], NOW)
     await access.record(["f1"], later)
-    assert access.writes == 0 and (await counts())["f1"] == (0, None)  # waiting
+    assert access.writes == 0 and await recalls.waiting() == 0  # waiting in the process
     await access.record(["f3"], NOW)  # the third fact waiting: one write for all
-    assert access.writes == 1
+    assert access.writes == 1 and await recalls.waiting() == 1
+    assert (await counts())["f1"] == (0, None), "logged, not yet added to the fact"
+    assert await recalls.fold() == 3
     assert await counts() == {"f1": (2, later), "f2": (1, NOW), "f3": (1, NOW)}
     await access.record(["f2"], later)
-    await access.aclose()  # shutdown writes what waits
-    assert access.writes == 2 and (await counts())["f2"] == (2, later)
+    await access.aclose()  # shutdown logs what waits
+    assert access.writes == 2 and await recalls.fold() == 1
+    assert (await counts())["f2"] == (2, later) and await recalls.waiting() == 0
