@@ -7,7 +7,7 @@ inside one partition, erasure inside one user's data).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -73,7 +73,18 @@ class DirectoryStore(Protocol):
     ) -> Thread: ...
     async def thread(self, thread_id: str) -> Thread | None: ...
     async def viewer(self, user_id: str, thread: Thread) -> Viewer: ...
-    async def touch(self, thread_id: str, at: datetime, tokens: int) -> SessionTick: ...
+    async def touch(
+        self,
+        thread_id: str,
+        at: datetime,
+        tokens: int,
+        alongside: Callable[[SessionTick], Awaitable[None]] | None = None,
+    ) -> SessionTick:
+        """Record activity (a new session after 10 idle minutes; formation's counters).
+        ``alongside`` is a write that needs the session id: it is started with the
+        thread's update instead of after it (one wait for two writes)."""
+        ...
+
     async def cold_threads(self, now: datetime) -> list[tuple[Thread, str]]: ...
     async def close_session(self, thread_id: str, session_id: str) -> None: ...
     async def set_pending_erase(

@@ -8,6 +8,8 @@ moment of each read, so someone who leaves a circle stops seeing it at once.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -221,11 +223,20 @@ class MongoDirectory:
 
     # --- sessions and formation counters ----------------------------------------
 
-    async def touch(self, thread_id: str, at: datetime, tokens: int) -> SessionTick:
+    async def touch(
+        self,
+        thread_id: str,
+        at: datetime,
+        tokens: int,
+        alongside: Callable[[SessionTick], Awaitable[None]] | None = None,
+    ) -> SessionTick:
         """Record activity: a new session after 10 idle minutes; count toward formation.
 
         In a reply turn the thread was read with the viewer, and the counters this write
-        leaves are kept for the formation trigger's :meth:`pending` of the same turn."""
+        leaves are kept for the formation trigger's :meth:`pending` of the same turn.
+        The session id is known before the update, so ``alongside`` (journaling the
+        message under it) is sent together with it; the first failure of the two is
+        raised once both have ended."""
         memo = turn_memo.current()
         held = memo.get(THREADS, ("id", thread_id)) if memo is not None else MISSING
         doc = (
@@ -261,7 +272,19 @@ class MongoDirectory:
             # The times of the last user messages: the oldest bounds the history read.
             "$push": {"recent_at": {"$each": [at], "$slice": -HISTORY_PREFETCH}},
         }
-        await self._threads.update_one({"_id": thread_id}, update)
+        tick = SessionTick(
+            session_id=session_id,
+            new_session=new_session,
+            previous_session_id=str(previous) if previous else None,
+            erase_pending_for=erase_pending,
+            choice_pending_for=choice_pending,
+        )
+        writes = [self._threads.update_one({"_id": thread_id}, update)]
+        if alongside is not None:
+            writes.append(alongside(tick))
+        for outcome in await asyncio.gather(*writes, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
         if memo is not None and doc is not None:
             counts = (
                 int(doc.get("pending_messages", 0)) + 1,
@@ -270,13 +293,7 @@ class MongoDirectory:
             seen = turn_memo.generation(THREADS)
             memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
             memo.put(THREADS, ("history_from", thread_id), history_from(doc, at), seen=seen)
-        return SessionTick(
-            session_id=session_id,
-            new_session=new_session,
-            previous_session_id=str(previous) if previous else None,
-            erase_pending_for=erase_pending,
-            choice_pending_for=choice_pending,
-        )
+        return tick
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
         """Messages and tokens journaled since the last formation request (as this

@@ -357,19 +357,25 @@ class Assistant:
         self, inc: Incoming, thread: Thread, viewer: Viewer, text: str, role: Role
     ) -> tuple[SessionTick, bool]:
         now = self.d.clock.now()
-        tick = await self.d.directory.touch(thread.id, now, tokens=max(1, len(text) // 4))
-        message = Message(
-            id=f"{inc.chat_id}:{inc.message_id}",
-            thread_id=thread.id,
-            partition=thread.partition_for(viewer.user_id),
-            role=role,
-            user_id=viewer.user_id,
-            text=text,
-            telegram_message_id=inc.message_id,
-            session_id=tick.session_id,
-            created_at=now,
-        )
-        return tick, await self.d.journal.append(message)
+        stored: list[bool] = []
+
+        async def journal(tick: SessionTick) -> None:  # sent with the thread's update
+            message = Message(
+                id=f"{inc.chat_id}:{inc.message_id}",
+                thread_id=thread.id,
+                partition=thread.partition_for(viewer.user_id),
+                role=role,
+                user_id=viewer.user_id,
+                text=text,
+                telegram_message_id=inc.message_id,
+                session_id=tick.session_id,
+                created_at=now,
+            )
+            stored.append(await self.d.journal.append(message))
+
+        tokens = max(1, len(text) // 4)
+        tick = await self.d.directory.touch(thread.id, now, tokens, alongside=journal)
+        return tick, stored[0]
 
     async def _journal_reply(self, thread: Thread, viewer: Viewer, out: Outgoing) -> None:
         """Alfred's own words are journaled too (weighted 0.2 in formation), in the partition

@@ -45,13 +45,22 @@ class Commands(monitoring.CommandListener):
     def __init__(self) -> None:
         self.on = False
         self.seen: Counter[str] = Counter()
+        #: "start …" and "end …" of each command, in the order the client saw them.
+        self.order: list[str] = []
+        self._names: dict[int, str] = {}
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if self.on:
-            self.seen[f"{event.command_name} {event.command.get(event.command_name)}"] += 1
+            name = f"{event.command_name} {event.command.get(event.command_name)}"
+            self.seen[name] += 1
+            self.order.append(f"start {name}")
+            self._names[event.request_id] = name
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        """Starts are counted."""
+        """Starts are counted; ends only ordered."""
+        name = self._names.pop(event.request_id, None)
+        if self.on and name is not None:
+            self.order.append(f"end {name}")
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         """Starts are counted."""
@@ -115,6 +124,38 @@ async def test_an_answered_message_costs_at_most_eight_round_trips(s: Services) 
     # the memory read, the reply (the recall counts wait for their batch).
     assert sum(COMMANDS.seen.values()) <= 8, COMMANDS.seen
     assert not any(c.startswith("find ") for c in COMMANDS.seen), COMMANDS.seen
+
+
+async def test_the_message_is_journaled_with_the_threads_update_not_after_it(
+    s: Services,
+) -> None:
+    assistant = build_assistant(s)
+    await assistant.handle(group(TESS, "Tess", "the plumber comes on Tuesday", 1))
+    COMMANDS.order.clear()
+    COMMANDS.on = True
+    try:
+        await assistant.handle(group(OMAR, "Omar", "I'll let him in", 2))
+    finally:
+        COMMANDS.on = False
+    order = COMMANDS.order
+    insert = order.index("start insert messages")  # the message (the reply's comes later)
+    touch = max(i for i, c in enumerate(order[:insert]) if c == "start update threads")
+    touched = order.index("end update threads", touch)
+    assert touched > insert, f"the insert waited for the update: {order}"
+    (stored,) = [m for m in await s.journal.recent(str(HOME), limit=5) if m.id.endswith(":2")]
+    thread = await s.mongo.db["threads"].find_one({"_id": str(HOME)})
+    assert thread is not None and stored.session_id == thread["session_id"]
+
+
+async def test_a_failed_journal_write_fails_the_touch_after_both_ended(s: Services) -> None:
+    thread = await s.directory.dm_thread("u-ada", 8103, NOW)
+
+    async def journal(_tick: object) -> None:
+        raise ConnectionResetError("the insert failed")
+
+    with pytest.raises(ConnectionResetError):
+        await s.directory.touch(thread.id, NOW, 5, alongside=journal)
+    assert await s.directory.pending(thread.id) == (1, 5), "the update was not cut off"
 
 
 async def test_a_write_inside_a_turn_is_seen_by_the_turns_next_read(s: Services) -> None:
