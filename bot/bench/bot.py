@@ -13,6 +13,11 @@ connection's send; a pipeline is one), with formations queued on the embedded Re
 bot whose worker runs elsewhere would queue them. That worker's part runs between the
 timed messages (a burst worker drains the queue, untimed), so the journal and the memories
 the reply path reads are those of a running deployment, where messages get formed.
+
+Memory: ``peak_rss_mb`` is the whole process's peak, including embedding and storing the
+N facts, which a bot never does at start; ``serving_peak_rss_mb`` is the peak from the
+first message on (the kernel's peak count started again there, from what loading left
+resident), the figure of a bot serving that circle.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from bot.bench.resources import (
     count_redis_sends,
     mean_document_bytes,
     peak_rss_mb,
+    peak_since_restart_mb,
+    restart_peak,
 )
 from bot.bench.retrieval import MEMBERS, _partition_for, _store
 from bot.bench.synthetic import facts as synthetic_facts
@@ -107,6 +114,9 @@ async def run_bot_bench(
             await _store(
                 s, synthetic_facts(n), [_partition_for(i, "-100") for i in range(n)], f"{n} facts"
             )
+            # A bot does not embed its store at start: the peak of serving is counted
+            # from here (what loading left resident counts, nothing it freed).
+            serving_counted = restart_peak()
             timed = _TimedLLM(s.llm)
             s.llm = timed
             # The real queue on the embedded Redis, as a bot whose worker runs elsewhere
@@ -180,6 +190,7 @@ async def run_bot_bench(
                 "database_ops_per_message": database_ops,
                 "fact_document_bytes": await mean_document_bytes(s.mongo.db[FACTS]),
                 "peak_rss_mb": peak_rss_mb(),
+                "serving_peak_rss_mb": peak_since_restart_mb() if serving_counted else None,
             }
 
 
@@ -225,7 +236,7 @@ def register(app: typer.Typer) -> None:
             f"{r['database_ops_per_message']['writes']} writes, "
             f"{r['database_ops_per_message']['redis']} Redis requests); "
             f"{r['fact_document_bytes']:.0f} bytes per fact document; "
-            f"peak RSS {r['peak_rss_mb']} MB"
+            f"peak RSS {r['peak_rss_mb']} MB, serving {r['serving_peak_rss_mb']} MB"
             for r in results
         ]
         emit(out, as_json=as_json, summary="reply path (model time excluded)\n" + "\n".join(lines))

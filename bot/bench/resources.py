@@ -97,6 +97,30 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def restart_peak() -> bool:
+    """Start the kernel's count of peak resident memory (``VmHWM``) again from what is
+    resident now, so a bench can tell the peak of serving from that of loading its data
+    (Linux 4.0 on; False where the kernel does not allow it). ``ru_maxrss`` is not reset."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_since_restart_mb() -> float | None:
+    """``VmHWM`` in MB: the peak since :func:`restart_peak` (None off Linux)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
 async def mean_document_bytes(collection: Any, sample: int = 1000) -> float:
     """The mean BSON size of up to ``sample`` documents: storage per document before
     the server's compression and indexes."""
