@@ -279,7 +279,7 @@ class MongoDirectory:
             erase_pending_for=erase_pending,
             choice_pending_for=choice_pending,
         )
-        writes = [self._threads.update_one({"_id": thread_id}, update)]
+        writes: list[Awaitable[object]] = [self._threads.update_one({"_id": thread_id}, update)]
         if alongside is not None:
             writes.append(alongside(tick))
         for outcome in await asyncio.gather(*writes, return_exceptions=True):
