@@ -14,11 +14,15 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from pymongo.asynchronous.collection import AsyncCollection
 
 from bot.telegram.run import run_bot
+from integrations.mongo.connection import MongoHandle
+from integrations.mongo.reminders import REMINDERS
 from runtime.settings import Settings
 from tests.conftest import make_settings
 from tests.helpers.fake_telegram import FakeTelegram
@@ -38,8 +42,18 @@ async def _stop(stop: asyncio.Event, task: asyncio.Task[None]) -> None:
             await task
 
 
+async def wait_for_document(
+    collection: AsyncCollection[dict[str, Any]], query: dict[str, Any], *, what: str
+) -> None:
+    for _ in range(300):
+        if await collection.find_one(query) is not None:
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"timed out after 30 s waiting for {what}")
+
+
 async def test_a_reminder_set_before_a_restart_is_delivered_once_after_it(
-    settings: Settings,
+    settings: Settings, mongo: MongoHandle
 ) -> None:
     async with FakeTelegram(bot_username="alfred") as tg:
         world = make_settings(
@@ -82,6 +96,12 @@ async def test_a_reminder_set_before_a_restart_is_delivered_once_after_it(
             sent = next(m for m in tg.sent_messages if "⏰" in str(m["text"]))
             keyboard = sent["message"]["reply_markup"]["inline_keyboard"]
             assert [b["text"] for b in keyboard[0]] == ["Done", "Snooze 10 min"]
+            # A person presses only once the message reached them, after the bot had
+            # Telegram's answer and recorded which message it was; here the press would be
+            # pushed as soon as the fake saw the request, so wait for that record first.
+            delivered = {"deliveries.message_id": sent["message"]["message_id"]}
+            reminders = mongo.db.client[world.mongodb_database][REMINDERS]
+            await wait_for_document(reminders, delivered, what="the delivery's record")
             # Ann presses "Snooze 10 min": a callback query, as Telegram sends it
             tg.push_update(
                 {
