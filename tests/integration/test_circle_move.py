@@ -10,7 +10,6 @@ finishes when run again.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
@@ -18,7 +17,6 @@ import pytest
 
 from integrations.mongo.circle_move import move_circle_documents
 from integrations.mongo.lists import MongoListStore
-from memory.clock import ManualClock
 from memory.constants import (
     CIRCLES,
     FACTS,
@@ -42,11 +40,10 @@ from memory.models import (
     ThreadKind,
     Viewer,
 )
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_membership, build_services
+from runtime.container import build_membership
 from runtime.settings import Settings
-from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 OLD, NEW, OTHER = -5001, -1005001, -1007001
@@ -56,10 +53,7 @@ Seen = frozenset[tuple[str, str]]
 
 @pytest.fixture
 async def s(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"move_{uuid.uuid4().hex[:10]}"})
-    services = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "move", NOW) as services:
         d = services.directory
         for uid, name in ((ALICE, "Alice"), (BOB, "Bob"), (CAROL, "Carol")):
             await d.upsert_user(int(uid), name, name.lower(), NOW)
@@ -69,9 +63,6 @@ async def s(settings: Settings) -> AsyncIterator[Services]:
             for uid in members:
                 await d.add_member(circle.id, uid)
         yield services
-    finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
-        await services.aclose()
 
 
 def group(chat: int) -> Thread:

@@ -9,7 +9,6 @@ formed is checked through the reply path itself, with formation run on the same 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -17,15 +16,13 @@ from typing import Any
 import pytest
 
 from bot.telegram.handlers.messages import NON_TEXT_REPLY
-from memory.clock import ManualClock
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from services.reply.edits import EDITED
 from tests.helpers.fake_telegram import FakeTelegram
-from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 from tests.integration.test_telegram_bot import (  # noqa: F401 - shared fixtures
     GOT_IT,
     Bot,
@@ -139,14 +136,8 @@ DM = 8101
 
 @pytest.fixture
 async def s(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"edit_{uuid.uuid4().hex[:10]}"})
-    services = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "edit", NOW) as services:
         yield services
-    finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
-        await services.aclose()
 
 
 def _said(text: str, n: int, *, edited: bool = False) -> Incoming:

@@ -9,7 +9,6 @@ membership change, a forget or a new time zone is seen by the next message.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,13 +25,12 @@ from integrations.mongo.turn_memo import reply_turn
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.models import Message, Role, Thread, ThreadKind
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant
 from runtime.jobs import formation_trigger
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
-from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 
 NOW = datetime(2026, 5, 4, 8, tzinfo=UTC)
 HOME = -100300
@@ -72,14 +70,8 @@ monitoring.register(COMMANDS)  # reaches the clients made after it: every test's
 
 @pytest.fixture
 async def s(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"lean_{uuid.uuid4().hex[:10]}"})
-    services = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "lean", NOW) as services:
         yield services
-    finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
-        await services.aclose()
 
 
 def group(who: int, name: str, text: str, n: int) -> Incoming:

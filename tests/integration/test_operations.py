@@ -8,7 +8,6 @@ document, for the forgotten words: "after it, the text is nowhere in the databas
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,12 +58,12 @@ from memory.operations import (
 )
 from memory.prompts.common import Person
 from memory.rules.intents import CorrectionIntent, ForgetIntent, RememberIntent, detect_intent
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 
 Db = AsyncDatabase[dict[str, Any]]
 NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
@@ -589,14 +588,8 @@ def test_choice_answers(text: str, picked: list[int] | None) -> None:
 
 @pytest.fixture
 async def services(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"which_{uuid.uuid4().hex[:10]}"})
-    made = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(made.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "which", NOW) as made:
         yield made
-    finally:
-        await made.mongo.client.drop_database(world.mongodb_database)
-        await made.aclose()
 
 
 class Chat:

@@ -9,7 +9,6 @@ answered.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -19,30 +18,22 @@ from integrations.mongo.recall_log import MongoRecallLog
 from integrations.redis.queue import FOLD_RECALLS
 from jobs.inprocess import run_due_crons
 from jobs.worker import worker_options
-from memory.clock import ManualClock
 from memory.constants import FACTS, RECALLS
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant
 from runtime.jobs import jobs_runtime
 from runtime.settings import Settings
 from services.formation_duties import fold_recalls
 from services.messages import Incoming, Sender
-from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 
 NOW = datetime(2026, 5, 4, 8, tzinfo=UTC)
 
 
 @pytest.fixture
 async def s(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"recall_{uuid.uuid4().hex[:10]}"})
-    services = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "recall", NOW) as services:
         yield services
-    finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
-        await services.aclose()
 
 
 async def _facts(s: Services, *ids: str) -> None:

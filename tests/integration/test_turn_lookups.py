@@ -8,7 +8,6 @@ fails the test.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
@@ -17,15 +16,13 @@ from typing import Any
 import pytest
 
 from integrations.mongo.directory import MongoDirectory
-from memory.clock import ManualClock
 from memory.models import Circle, User
-from migrations import MigrationContext, migrate
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from services.reply.lookups import TurnLookups
-from tests.helpers.fakes import HashEmbedder
+from tests.helpers.services import migrated_services
 
 NOW = datetime(2026, 4, 1, 9, tzinfo=UTC)
 FAM = -100200
@@ -54,15 +51,9 @@ class CountingDirectory(MongoDirectory):
 
 @pytest.fixture
 async def s(settings: Settings) -> AsyncIterator[Services]:
-    world = settings.model_copy(update={"mongodb_database": f"turn_{uuid.uuid4().hex[:10]}"})
-    services = await build_services(world, clock=ManualClock(NOW), embedder=HashEmbedder())
-    try:
-        await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
+    async with migrated_services(settings, "turn", NOW) as services:
         services.directory = CountingDirectory(services.directory)
         yield services
-    finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
-        await services.aclose()
 
 
 def said(who: int, name: str, text: str, n: int, *, addressed: bool = False) -> Incoming:
