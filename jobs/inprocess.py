@@ -9,9 +9,10 @@
 * :func:`run_single_job` — one queued job (an ``alfred admin`` command nobody else
   runs) through a real arq worker that claims only that job id.
 * :func:`run_due_crons` — the cron duties (cold sessions, outbox requeue, recall counts)
-  at a given, possibly simulated, time. All are every-minute, idempotent duties, so running them at
-  ``now`` is exactly what the cron would do at ``now``. Without a Redis handle they do
-  their work inline (no queue needed); with one they queue jobs for :func:`drain`.
+  at a given, possibly simulated, time. All are every-minute, idempotent duties, so
+  running them at ``now`` is exactly what the cron would do at ``now``. Without a Redis
+  handle they do their work inline (no queue needed); with one they queue jobs for
+  :func:`drain`.
 """
 
 from __future__ import annotations
