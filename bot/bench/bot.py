@@ -34,7 +34,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr
 
-from bot.bench.common import DataDirOption, JsonOption, bench_world, emit, percentiles, progress
+from bot.bench.common import (
+    DataDirOption,
+    JsonOption,
+    TimedProgress,
+    bench_world,
+    emit,
+    percentiles,
+)
 from bot.bench.fake_answers import formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
 from bot.bench.resources import (
@@ -139,7 +146,7 @@ async def run_bot_bench(
             asked = synthetic_questions(messages + 5, seed=5)
             totals: list[float] = []
             overheads: list[float] = []
-            with progress() as bar:
+            with TimedProgress() as bar:
                 task = bar.add_task(f"messages at {n} facts", total=len(asked))
                 for k, question in enumerate(asked):
                     clock.advance(MESSAGE_GAP)
@@ -169,7 +176,7 @@ async def run_bot_bench(
                     if requested:  # the worker "elsewhere" forms them, between messages
                         requested.clear()
                         await drain(s, redis)
-                    bar.advance(task)
+                    bar.step(task)
             wall = sum(totals) / 1000
             await s.retriever.drain()
             if s.access is not None:  # the recall counts still waiting are this run's too

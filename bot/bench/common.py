@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +16,14 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from memory.ports import Clock
 from memory.retrieval import RetrievalConfig
@@ -30,6 +38,12 @@ DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Keep the
 JsonOption = Annotated[bool, typer.Option("--json", help="Last stdout line: one JSON object.")]
 
 stderr = Console(stderr=True)
+_COLUMNS = (
+    TextColumn("[progress.description]{task.description}"),
+    BarColumn(),
+    MofNCompleteColumn(),
+    TimeRemainingColumn(),
+)
 
 
 def percentiles(samples_ms: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
@@ -41,14 +55,28 @@ def percentiles(samples_ms: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -
 
 def progress() -> Progress:
     """A progress bar on stderr, so stdout stays machine-readable."""
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=stderr,
-        transient=True,
-    )
+    return Progress(*_COLUMNS, console=stderr, transient=True)
+
+
+class TimedProgress(Progress):
+    """A :func:`progress` bar for loops that time something: it has no refresh thread.
+
+    rich redraws a bar from a thread ten times a second, and each redraw holds the
+    interpreter lock for a while; a timed search that waits on its embedding thread
+    paid for it in its tail. This bar is redrawn by :meth:`step`, between timings."""
+
+    def __init__(self) -> None:
+        super().__init__(*_COLUMNS, console=stderr, transient=True, auto_refresh=False)
+        self._drawn_at = 0.0
+
+    def step(self, task: TaskID, steps: int = 1) -> None:
+        """Advance ``task``; redraw if a tenth of a second has passed (call it outside
+        a timing)."""
+        self.advance(task, steps)
+        now = time.monotonic()
+        if now - self._drawn_at >= 0.1:
+            self._drawn_at = now
+            self.refresh()
 
 
 def emit(result: dict[str, Any], *, as_json: bool, summary: str) -> None:
