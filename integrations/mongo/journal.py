@@ -19,6 +19,7 @@ from integrations.mongo.turn_reads import (
     UNFORMED_PREFETCH,
     memory_snapshot,
     messages_part,
+    unformed_visible_pipeline,
 )
 from memory.constants import MESSAGES
 from memory.erasure import PLACEHOLDER
@@ -169,11 +170,8 @@ class MongoJournal:
             parts = await memory_snapshot(self._db, memo, viewer)
             newest = messages_part(parts[MESSAGES], "unformed")[:limit]
             return [message_from_doc(d) for d in newest]
-        query = and_visible(
-            viewer, {"formed": False, "role": Role.USER.value, "handled": {"$ne": True}}
-        )
-        cursor = self._messages.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
-        return [message_from_doc(d) async for d in cursor]
+        pipeline = unformed_visible_pipeline(viewer, limit)
+        return [message_from_doc(d) async for d in await self._messages.aggregate(pipeline)]
 
     async def recent_by_user(self, user_id: str, *, limit: int = 500) -> list[Message]:
         """A user's latest messages and Alfred's replies to them, for the forget cascade

@@ -135,7 +135,6 @@ async def memory_snapshot(
             return {name: list(v) for name, v in parts.items()}
         seen = {c: turn_memo.generation(c) for c in parts}
         open_questions = {"user_id": viewer.user_id, "status": {"$in": ["pending", "asked"]}}
-        unformed = {"formed": False, "role": Role.USER.value}
         newest = {"$sort": {"created_at": -1, "_id": -1}}
         in_thread: Document = {"thread_id": viewer.thread.id}
         since = memo.get(THREADS, ("history_from", viewer.thread.id), max_age=None)
@@ -163,17 +162,7 @@ async def memory_snapshot(
                 }
             },
         ]
-        branches = and_visible_branches(viewer, unformed)
-        # One partition visible (a group; a DM outside any circle): plain equalities,
-        # which the index of unformed user messages serves (migration 10).
-        fresh_filter = branches[0] if len(branches) == 1 else and_visible(viewer, unformed)
-        fresh: list[Document] = [
-            {"$match": fresh_filter},
-            {"$match": {"handled": {"$ne": True}}},
-            newest,
-            {"$limit": UNFORMED_PREFETCH},
-            _tag("unformed"),
-        ]
+        fresh = [*unformed_visible_pipeline(viewer, UNFORMED_PREFETCH), _tag("unformed")]
         first, second = await asyncio.gather(
             _documents(db[MESSAGES], around), _documents(db[MESSAGES], fresh)
         )
@@ -191,6 +180,34 @@ async def memory_snapshot(
             CLARIFICATIONS: split.get("question", []),
             MESSAGES: messages,
         }
+
+
+def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:
+    """The newest ``limit`` user messages ``viewer`` may see that formation has not
+    reached, as stages the embedded server serves from an index, the privacy filter
+    inside.
+
+    One partition visible (a group; a DM outside any circle): plain equalities, which
+    the index of unformed user messages serves (migration 10). Several (a DM of someone
+    in a circle): the filter's ``$or`` made the embedded server scan the whole journal
+    (390 ms at 20,000 messages); the unformed messages are matched first, from their own
+    index, and the privacy filter then runs on those alone (22 ms with 790 of them
+    unformed, which formation keeps far fewer). MongoDB merges the two stages."""
+    unformed = {"formed": False, "role": Role.USER.value}
+    branches = and_visible_branches(viewer, unformed)
+    if len(branches) == 1:
+        first: list[Document] = [{"$match": branches[0]}]
+    else:
+        first = [
+            {"$match": {"formed": False}},
+            {"$match": and_visible(viewer, {"role": Role.USER.value})},
+        ]
+    return [
+        *first,
+        {"$match": {"handled": {"$ne": True}}},
+        {"$sort": {"created_at": -1, "_id": -1}},
+        {"$limit": limit},
+    ]
 
 
 def messages_part(docs: list[Document], source: str) -> list[Document]:
