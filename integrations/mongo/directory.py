@@ -17,7 +17,12 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
 from integrations.mongo.turn_memo import MISSING
-from integrations.mongo.turn_reads import HISTORY_PREFETCH, directory_snapshot, memoised_users
+from integrations.mongo.turn_reads import (
+    HISTORY_PREFETCH,
+    active_circles_of,
+    directory_snapshot,
+    memoised_users,
+)
 from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
@@ -179,8 +184,8 @@ class MongoDirectory:
             held = memo.get(CIRCLES, ("of", user_id))
             if held is not MISSING:
                 return [circle_from_doc(d) for d in held]
-        cursor = self._circles.find({"member_ids": user_id, "archived_at": None})
-        return [circle_from_doc(d) async for d in cursor]
+        found = await self._circles.aggregate(active_circles_of(user_id))
+        return [circle_from_doc(d) async for d in found]
 
     # --- threads and viewers ----------------------------------------------------
 

@@ -1,10 +1,14 @@
-"""The read of a viewer's unformed messages (the recent leg's, alone or in a reply turn's
-memory snapshot) is served from an index for every kind of viewer, and inside a turn it
-returns exactly what it returns alone.
+"""Reads made on every reply are served from an index on the embedded server, which
+plans one only from a filter's plain equalities: a plan check catches a query shape that
+would scan a growing collection.
 
-The journal only grows. A DM of someone in a circle sees several partitions, and the
-privacy filter's ``$or`` made the embedded server scan every journaled message for it
-(390 ms a DM reply at 20,000 messages); a plan check catches that shape coming back.
+* A viewer's unformed messages (the recent leg's read, alone or in a reply turn's memory
+  snapshot), for every kind of viewer, and inside a turn exactly what it returns alone.
+  The journal only grows; a DM of someone in a circle sees several partitions, and the
+  privacy filter's ``$or`` made the server scan every journaled message for it (390 ms a
+  DM reply at 20,000 messages).
+* A person's active circles (the turn's directory read): ``archived_at: None`` beside
+  the member in one ``$match`` made the server scan every circle.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
+from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.turn_memo import reply_turn
-from integrations.mongo.turn_reads import unformed_visible_pipeline
-from memory.constants import MESSAGES
+from integrations.mongo.turn_reads import active_circles_of, unformed_visible_pipeline
+from memory.constants import CIRCLES, MESSAGES
 from memory.models import Message, Partition, Role, Viewer
 from memory.privacy import is_visible
 from tests.helpers.world import dm, group, viewer
@@ -98,3 +103,23 @@ async def test_alone_and_in_a_turn_it_returns_exactly_the_visible_unformed(
 
 def _partition_of(message_id: str) -> Partition:
     return PARTITIONS[int(message_id[1:]) % len(PARTITIONS)]
+
+
+async def test_the_active_circles_read_uses_the_member_index(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    directory = MongoDirectory(migrated_db)
+    kept, archived, other = [
+        await directory.upsert_circle(-100 - n, title, START) for n, title in enumerate("abc")
+    ]
+    for circle in (kept, archived):
+        await directory.add_member(circle.id, "ann")
+    await directory.add_member(other.id, "bob")
+    await directory.archive_circle(archived.id, START)
+    plan = await migrated_db.command(
+        "explain", {"aggregate": CIRCLES, "pipeline": active_circles_of("ann"), "cursor": {}}
+    )
+    assert "COLLSCAN" not in str(plan) and "IXSCAN" in str(plan)
+    assert [c.id for c in await directory.circles_of("ann")] == [kept.id]
+    with reply_turn():
+        assert [c.id for c in await directory.circles_of("ann")] == [kept.id]
