@@ -39,6 +39,8 @@ Document = dict[str, Any]
 HISTORY_PREFETCH: Final = 20
 #: Unformed messages fetched for the recent leg (it asks for 20).
 UNFORMED_PREFETCH: Final = 20
+#: The journal's order for both of a turn's message reads (ties by id, so it is total).
+NEWEST_FIRST: Final[Document] = {"$sort": {"created_at": -1, "_id": -1}}
 _SRC: Final = "_alfred_turn_src"
 
 
@@ -142,7 +144,6 @@ async def memory_snapshot(
             return {name: list(v) for name, v in parts.items()}
         seen = {c: turn_memo.generation(c) for c in parts}
         open_questions = {"user_id": viewer.user_id, "status": {"$in": ["pending", "asked"]}}
-        newest = {"$sort": {"created_at": -1, "_id": -1}}
         in_thread: Document = {"thread_id": viewer.thread.id}
         since = memo.get(THREADS, ("history_from", viewer.thread.id), max_age=None)
         if since is not MISSING and since is not None:
@@ -153,7 +154,7 @@ async def memory_snapshot(
         # and the open questions (a handful of documents) are.
         around: list[Document] = [
             {"$match": in_thread},
-            newest,
+            NEWEST_FIRST,
             {"$limit": HISTORY_PREFETCH},
             _tag("history"),
             {
@@ -212,7 +213,7 @@ def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:
     return [
         *first,
         {"$match": {"handled": {"$ne": True}}},
-        {"$sort": {"created_at": -1, "_id": -1}},
+        NEWEST_FIRST,
         {"$limit": limit},
     ]
 
