@@ -78,8 +78,6 @@ class Services:
                 await self.access.aclose()
             except Exception:  # a ranking signal: never a reason to fail a shutdown
                 log.info("recall counts not written at close", exc_info=True)
-        if self.facts.feed is not None:
-            await self.facts.feed.aclose()  # before the client it follows is closed
         for part in (self.llm, self.semantic):
             close = getattr(part, "aclose", None)
             if close is not None:

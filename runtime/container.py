@@ -27,7 +27,6 @@ from integrations.mongo.journal import MongoJournal
 from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
-from integrations.mongo.partition_feed import PartitionFeed
 from integrations.mongo.recall_log import MongoRecallLog
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
@@ -98,9 +97,7 @@ async def build_services(
     semantic: SemanticIndex | None = None
     try:
         caps = await detect_capabilities(mongo.db)
-        # Each viewer's partition versions kept between searches, while a change stream
-        # vouches for them (integrations/mongo/partition_feed.py).
-        store = MongoFactStore(mongo.db, feed=PartitionFeed(mongo.db))
+        store = MongoFactStore(mongo.db)
         # One write per few seconds of replies instead of one per reply.
         recalls = MongoRecallLog(mongo.db)
         access = BatchedAccess(recalls)

@@ -8,7 +8,6 @@ search caches in every process learn that something changed.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,8 +19,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from integrations.mongo import turn_memo
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
-from integrations.mongo.partition_feed import PartitionFeed
-from integrations.mongo.turn_reads import memory_snapshot, snapshot_read_at
+from integrations.mongo.turn_reads import memory_snapshot
 from integrations.mongo.upsert import upsert
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
@@ -39,22 +37,13 @@ class StoredPartitionVersion:
     version: int
 
 
-def _versions(documents: Sequence[Document]) -> list[StoredPartitionVersion]:
-    return [
-        StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
-        for d in documents
-    ]
-
-
 class MongoFactStore:
     """The ``memory_facts`` collection, plus the partition versions beside it."""
 
-    def __init__(self, db: AsyncDatabase[Document], *, feed: PartitionFeed | None = None) -> None:
+    def __init__(self, db: AsyncDatabase[Document]) -> None:
         self._db = db
         self._facts = db[FACTS]
         self._partitions = db[PARTITIONS]
-        #: Keeps each viewer's partition versions between searches (see its module).
-        self.feed = feed
 
     # --- writes -------------------------------------------------------------------
 
@@ -228,21 +217,17 @@ class MongoFactStore:
     # --- reads for a viewer -----------------------------------------------------------
 
     async def visible_partitions(self, viewer: Viewer) -> list[StoredPartitionVersion]:
-        kept = self.feed.kept(viewer) if self.feed is not None else None
-        if kept is not None:
-            return _versions(kept)
-        read_at = time.monotonic()
         memo = turn_memo.current()  # in a reply turn, read with the turn's other reads
         if memo is not None:
             parts = await memory_snapshot(self._db, memo, viewer)
-            documents = parts[PARTITIONS]
-            # The turn may have read them earlier: what is kept dates from that read.
-            read_at = min(read_at, snapshot_read_at(memo, viewer))
-        else:
-            documents = [d async for d in self._partitions.find(visibility_filter(viewer))]
-        if self.feed is not None:
-            self.feed.keep(viewer, documents, read_at=read_at)
-        return _versions(documents)
+            return [
+                StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
+                for d in parts[PARTITIONS]
+            ]
+        return [
+            StoredPartitionVersion(Partition.from_fields(d), int(d.get("version", 0)))
+            async for d in self._partitions.find(visibility_filter(viewer))
+        ]
 
     async def fact_revisions(
         self, viewer: Viewer, partition_keys: Sequence[str]

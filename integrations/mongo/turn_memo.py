@@ -26,11 +26,11 @@ import asyncio
 import time
 import weakref
 from collections import Counter
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import Enum
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from pymongo import monitoring
 
@@ -130,55 +130,18 @@ class WriteInvalidation(monitoring.CommandListener):
     It is called synchronously as the command starts, before its result can be read,
     so no later memoised read can miss a write this process made."""
 
-    def __init__(self) -> None:
-        #: Writes under way (request id to collections), for the observers' second call.
-        self._pending: dict[int, list[str]] = {}
-
     def started(self, event: monitoring.CommandStartedEvent) -> None:
-        written = written_collections(event.command_name, event.command)
-        for collection in written:
-            wrote(collection)
-            _tell_observers(collection)
-        if written and _observers:
-            self._pending[event.request_id] = written
+        name = event.command_name
+        if name in WRITE_COMMANDS:
+            wrote(str(event.command.get(name)))
+        elif name == "bulkWrite":  # the client-level bulk write names its namespaces
+            for ns in event.command.get("nsInfo", []):
+                wrote(str(ns.get("ns", "")).split(".", 1)[-1])
+        elif name in DROP_COMMANDS:
+            wrote("*")
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        """A memo needs only the start of a write; longer-lived caches also hear its end
-        (a read that began before the write landed must not be kept)."""
-        for collection in self._pending.pop(event.request_id, ()):
-            _tell_observers(collection)
+        """Only the start of a write matters."""
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        for collection in self._pending.pop(event.request_id, ()):
-            _tell_observers(collection)
-
-
-def written_collections(name: str, command: Mapping[str, Any]) -> list[str]:
-    """The collections a command about to run writes to ("*" for drops)."""
-    if name in WRITE_COMMANDS:
-        return [str(command.get(name))]
-    if name == "bulkWrite":  # the client-level bulk write names its namespaces
-        return [str(ns.get("ns", "")).split(".", 1)[-1] for ns in command.get("nsInfo", [])]
-    if name in DROP_COMMANDS:
-        return ["*"]
-    return []
-
-
-class WriteObserver(Protocol):
-    """A cache that outlives a turn and must hear of this process's writes."""
-
-    def local_write(self, collection: str) -> None: ...
-
-
-_observers: weakref.WeakSet[WriteObserver] = weakref.WeakSet()
-
-
-def observe_writes(observer: WriteObserver) -> None:
-    """Tell ``observer`` of every write this process starts, and again (as "*") when a
-    write command ends, synchronously, before its result can be read."""
-    _observers.add(observer)
-
-
-def _tell_observers(collection: str) -> None:
-    for observer in list(_observers):
-        observer.local_write(collection)
+        """Only the start of a write matters."""

@@ -21,7 +21,6 @@ collections invalidates just that part.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Hashable
 from typing import Any, Final
 
@@ -43,7 +42,6 @@ UNFORMED_PREFETCH: Final = 20
 #: The journal's order for both of a turn's message reads (ties by id, so it is total).
 NEWEST_FIRST: Final[Document] = {"$sort": {"created_at": -1, "_id": -1}}
 _SRC: Final = "_alfred_turn_src"
-_READ_AT: Final = "read_at"
 
 
 def viewer_key(viewer: Viewer) -> Hashable:
@@ -173,7 +171,6 @@ async def memory_snapshot(
             },
         ]
         fresh = [*unformed_visible_pipeline(viewer, UNFORMED_PREFETCH), _tag("unformed")]
-        read_at = time.monotonic()
         first, second = await asyncio.gather(
             _documents(db[MESSAGES], around), _documents(db[MESSAGES], fresh)
         )
@@ -183,7 +180,6 @@ async def memory_snapshot(
             {_SRC: "unformed", **d} for d in split.get("unformed", [])
         ]
         memo.put(PARTITIONS, key, split.get("partition", []), seen=seen[PARTITIONS])
-        memo.put(PARTITIONS, (_READ_AT, key), read_at, seen=seen[PARTITIONS])
         memo.put(CLARIFICATIONS, key, split.get("question", []), seen=seen[CLARIFICATIONS])
         memo.put(MESSAGES, key, messages, seen=seen[MESSAGES])
         memo.put(MESSAGES, ("thread", viewer.thread.id), key, seen=seen[MESSAGES])
@@ -192,13 +188,6 @@ async def memory_snapshot(
             CLARIFICATIONS: split.get("question", []),
             MESSAGES: messages,
         }
-
-
-def snapshot_read_at(memo: TurnMemo, viewer: Viewer) -> float:
-    """When this turn's memory snapshot of ``viewer`` was sent (:func:`time.monotonic`),
-    or 0.0 if unknown (nothing read later than that may then be kept)."""
-    value = memo.get(PARTITIONS, (_READ_AT, viewer_key(viewer)))
-    return float(value) if isinstance(value, float) else 0.0
 
 
 def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:
