@@ -56,6 +56,14 @@ class PartitionVersion(Protocol):
     @property
     def version(self) -> int: ...
 
+    @property
+    def recent_changes(self) -> Sequence[Sequence[str] | None] | None:
+        """The fact ids each of the partition's last versions changed, oldest first, the
+        last entry for :attr:`version` (an entry is None where one write changed too
+        many to list); None when the record cannot vouch for them. Lets a cache that
+        holds an earlier version load just those facts instead of listing the partition."""
+        ...
+
 
 @runtime_checkable
 class FactIndexSource(Protocol):

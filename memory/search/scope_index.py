@@ -9,11 +9,16 @@ keyword statistics are those of what the viewer can see, and members of one grou
 one index.
 
 Staying correct when facts change, across processes: every fact change bumps its
-revision and, after the write, its partition's version. Before each search the cache
-reads the visible partitions' versions (one small query, privacy filter inside); for a
-partition whose version moved it diffs ``{id: revision}`` against what it holds and
-loads only what changed. A reader that raced a writer sees the version move on its next
-search and catches up, so nothing is missed for long and nothing stale stays.
+revision and, after the write, its partition's version, and the partition's record keeps
+which facts each of its last versions changed. Before each search the cache reads the
+visible partitions' versions (one small query, privacy filter inside). For a partition
+whose version moved it loads again just the facts named since the version it holds
+(those no longer current or visible leave the index); when the record cannot name them
+(a first sync, a cache further behind than the record keeps, a write of many facts) it
+lists the partition's ``{id: revision}``, diffs, and loads what changed. Listing costs
+a read of every fact of the partition (0.2-0.3 s for 3,300 facts on the embedded
+server), naming a few milliseconds. A reader that raced a writer sees the version move
+on its next search and catches up, so nothing is missed for long and nothing stale stays.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.models import Category, Fact, Partition, Viewer
-from memory.ports import FactIndexSource
+from memory.ports import FactIndexSource, PartitionVersion
 from memory.privacy import is_visible
 from memory.search.bm25 import BM25Index
 from memory.search.vector import VectorIndex
@@ -104,6 +109,21 @@ class ScopeIndex:
         return sum(1 for f in self.facts.values() if not f.has_vector)
 
 
+def changed_since(held: int | None, current: PartitionVersion) -> set[str] | None:
+    """The facts that changed in ``current``'s partition after version ``held``, or None
+    when only listing the partition can tell (never synced, or further back than its
+    record keeps, or a write that changed too many to name)."""
+    recent = current.recent_changes
+    if held is None or recent is None or not 0 < current.version - held <= len(recent):
+        return None
+    named: set[str] = set()
+    for entry in recent[len(recent) - (current.version - held) :]:
+        if entry is None:
+            return None
+        named.update(entry)
+    return named
+
+
 class ScopeIndexCache:
     """Scope indexes by visible-partition set, least recently used evicted first."""
 
@@ -124,10 +144,12 @@ class ScopeIndexCache:
 
     async def index_for(self, viewer: Viewer) -> ScopeIndex:
         """The up-to-date index of everything ``viewer`` may see in their thread."""
-        partitions = await self._source.visible_partitions(viewer)
-        visible = {
-            pv.partition.key(): pv.version for pv in partitions if is_visible(pv.partition, viewer)
-        }
+        partitions = [
+            pv
+            for pv in await self._source.visible_partitions(viewer)
+            if is_visible(pv.partition, viewer)
+        ]
+        visible = {pv.partition.key(): pv.version for pv in partitions}
         key = tuple(sorted(visible))
         index = self._scopes.get(key)
         if index is None:
@@ -137,14 +159,43 @@ class ScopeIndexCache:
                 self._scopes.popitem(last=False)
         self._scopes.move_to_end(key)
         async with index.lock:
-            changed = [k for k, v in visible.items() if index.versions.get(k) != v]
-            if changed:
-                await self._sync(index, viewer, changed, visible)
+            changed = [
+                pv for pv in partitions if index.versions.get(pv.partition.key()) != pv.version
+            ]
+            listed: list[str] = []
+            named: set[str] = set()
+            for pv in changed:
+                ids = changed_since(index.versions.get(pv.partition.key()), pv)
+                if ids is None:
+                    listed.append(pv.partition.key())
+                else:
+                    named.update(ids)
+            if named:
+                await self._reload(index, viewer, sorted(named))
+            if listed:
+                await self._sync(index, viewer, listed, visible)
+            for pv in changed:
+                index.versions[pv.partition.key()] = pv.version
         return index
+
+    async def _reload(self, index: ScopeIndex, viewer: Viewer, ids: Sequence[str]) -> None:
+        """Load the named facts again: those still current and visible replace what the
+        index held, the others (forgotten, retired, moved out of sight) leave it."""
+        for start in range(0, len(ids), LOAD_CHUNK):
+            chunk = ids[start : start + LOAD_CHUNK]
+            loaded = {f.id: f for f in await self._source.load_facts(viewer, chunk)}
+            for fact_id in chunk:
+                fact = loaded.get(fact_id)
+                if fact is not None and fact.current and is_visible(fact.partition, viewer):
+                    index.put(fact)
+                else:
+                    index.remove(fact_id)
+            self.loads += len(loaded)
 
     async def _sync(
         self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str], visible: dict[str, int]
     ) -> None:
+        """List the partitions' facts and load what the index lacks or holds older."""
         revisions = await self._source.fact_revisions(viewer, changed)
         changed_set = set(changed)
         for fact_id, held in list(index.facts.items()):
@@ -164,8 +215,6 @@ class ScopeIndexCache:
                 if is_visible(fact.partition, viewer) and fact.current:
                     index.put(fact)
             self.loads += len(loaded)
-        for key in changed:
-            index.versions[key] = visible[key]
 
     def note_access(self, fact_ids: Sequence[str], at: datetime) -> None:
         """Reflect a recall in the cached signals without reloading anything."""
