@@ -25,8 +25,9 @@ Every step is idempotent. A user with no directory entry and no record left is
 ``removed`` counts what *this* run deleted (the stores' delete counts; for mem0, the
 copies its listing showed before the delete), never what was planned: after an
 interrupted run, the second run reports only what was still there.
-``memory_partitions`` keeps its version counters (ids only, no text): running
-processes compare them to notice that the erased partitions changed.
+``memory_partitions`` keeps its version counters (ids only, no text: the counters and
+the ids of the facts their last versions changed): running processes compare them to
+notice that the erased partitions changed, and drop the facts named.
 """
 
 from __future__ import annotations
