@@ -108,6 +108,11 @@ class OnnxMiniLMEmbedder:
         """Embed a batch off the event loop: shape ``(len(texts), 384)``, unit rows."""
         return await asyncio.to_thread(self.embed_sync, list(texts))
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (a search then waits only for the inference)."""
+        return self._session is not None
+
     def warm_up(self) -> None:
         """Load the model now (e.g. at start-up) so the first reply does not pay for it."""
         self._ensure_loaded()

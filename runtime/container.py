@@ -9,6 +9,7 @@ when Atlas Search exists but the indexes are missing).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -190,6 +191,18 @@ async def build_services(
         semantic_metrics=metrics,
         mirror=mirror,
     )
+
+
+async def load_models(services: Services) -> None:
+    """Load the local embedding model now, off the event loop, before the first message.
+
+    Loading takes about 0.6 s on a 2-core machine, longer than a search waits for its
+    query's embedding (``RetrievalConfig.embed_timeout_s``, 0.4 s): loaded on first use,
+    the first reply after every start searched by keywords alone. An embedder behind an
+    API has nothing to load."""
+    warm_up = getattr(services.embedder, "warm_up", None)
+    if callable(warm_up):
+        await asyncio.to_thread(warm_up)
 
 
 def build_membership(services: Services) -> Membership:

@@ -36,7 +36,7 @@ from memory.clock import ManualClock
 from memory.errors import NotFound
 from memory.models import Thread, Viewer
 from runtime.bundle import Services
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant, build_services, load_models
 from runtime.embedded import stop_before_removal
 from runtime.erasure import ErasureFiles
 from runtime.settings import Settings
@@ -423,6 +423,7 @@ async def replay_world(
                 log=lambda _: None,
             )
         )
+        await load_models(services)  # the first message's search has its vectors too
         if with_jobs:
             from bot.replay.jobs import open_replay_jobs
 

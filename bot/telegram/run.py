@@ -34,7 +34,7 @@ from bot.telegram.webhook import make_web_app, webhook_path
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
 from migrations import MigrationContext, migrate
-from runtime.container import build_assistant, build_services
+from runtime.container import build_assistant, build_services, load_models
 from runtime.erasure import ErasureFiles
 from runtime.health import add_health_routes, start_health_server
 from runtime.metrics import watch_services
@@ -55,6 +55,15 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
+def _release_signals() -> None:
+    """Give SIGINT and SIGTERM back: a loop that outlives the bot (tests, an embedding
+    program) would otherwise swallow them into an event nobody waits on."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.remove_signal_handler(sig)
+
+
 async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     if settings.telegram_bot_token is None:
         raise ConfigurationError(
@@ -63,7 +72,17 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
         )
     if settings.webhook_url:
         webhook_secret(settings)  # a bad WEBHOOK_SECRET fails here, before anything starts
+    own_signals = stop is None
     stop = stop or _stop_event()
+    try:
+        await _serve(settings, settings.telegram_bot_token.get_secret_value(), stop)
+    finally:
+        if own_signals:
+            _release_signals()
+
+
+async def _serve(settings: Settings, token: str, stop: asyncio.Event) -> None:
+    """Build, start, and run until ``stop`` is set; everything started is stopped."""
     services = await build_services(settings)
     background: Any = None
     health: Any = None
@@ -79,6 +98,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
                 clock=services.clock,
             )
         )
+        await load_models(services)  # before the first update: its search needs the model
         from bot.telegram.background import start_background
 
         background = await start_background(services, settings)
@@ -114,7 +134,7 @@ async def run_bot(settings: Settings, *, stop: asyncio.Event | None = None) -> N
             reminder_scheduler=QueueScheduler(background.queue) if background.queue else None,
         )
         application = build_application(
-            settings.telegram_bot_token.get_secret_value(),
+            token,
             assistant,
             base_url=settings.telegram_api_base_url,
             spool=spool,

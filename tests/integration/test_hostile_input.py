@@ -8,11 +8,13 @@ and a bad script or setting is one clear line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -332,6 +334,11 @@ async def test_a_refused_token_or_an_unreachable_bot_api_is_a_clear_error(
             await run_bot(gone)
     finally:
         await mongo.client.drop_database(database)
+    # A bot that failed to start gives the signals back: SIGINT and SIGTERM must not be
+    # swallowed by handlers left on a loop that goes on (they were, for the whole session).
+    loop = asyncio.get_running_loop()
+    assert not loop.remove_signal_handler(signal.SIGINT)
+    assert not loop.remove_signal_handler(signal.SIGTERM)
 
 
 # --------------------------------------------------------------------------------------
