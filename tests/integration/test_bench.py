@@ -111,6 +111,8 @@ def test_bench_retrieval(tmp_path: Path) -> None:
     assert "mem0" not in result and "floor" not in result, "no comparison unless asked"
     latency = result["latency_ms"]
     assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+    after = result["after_change_ms"]  # the search that first catches up with a change
+    assert 0 < after["p50"] <= after["max"]
 
 
 def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
