@@ -149,8 +149,7 @@ class ScopeIndexCache:
             for pv in await self._source.visible_partitions(viewer)
             if is_visible(pv.partition, viewer)
         ]
-        visible = {pv.partition.key(): pv.version for pv in partitions}
-        key = tuple(sorted(visible))
+        key = tuple(sorted(pv.partition.key() for pv in partitions))
         index = self._scopes.get(key)
         if index is None:
             index = ScopeIndex(dimensions=self._dimensions, model_name=self._model_name)
@@ -159,28 +158,33 @@ class ScopeIndexCache:
                 self._scopes.popitem(last=False)
         self._scopes.move_to_end(key)
         async with index.lock:
-            changed = [
-                pv for pv in partitions if index.versions.get(pv.partition.key()) != pv.version
-            ]
+            moved: dict[str, int] = {}
             listed: list[str] = []
             named: set[str] = set()
-            for pv in changed:
-                ids = changed_since(index.versions.get(pv.partition.key()), pv)
+            for pv in partitions:
+                pkey = pv.partition.key()
+                held = index.versions.get(pkey)
+                if held == pv.version:
+                    continue
+                moved[pkey] = pv.version
+                ids = changed_since(held, pv)
                 if ids is None:
-                    listed.append(pv.partition.key())
+                    listed.append(pkey)
                 else:
                     named.update(ids)
             if named:
                 await self._reload(index, viewer, sorted(named))
             if listed:
-                await self._sync(index, viewer, listed, visible)
-            for pv in changed:
-                index.versions[pv.partition.key()] = pv.version
+                await self._sync(index, viewer, listed)
+            index.versions.update(moved)
         return index
 
     async def _reload(self, index: ScopeIndex, viewer: Viewer, ids: Sequence[str]) -> None:
         """Load the named facts again: those still current and visible replace what the
         index held, the others (forgotten, retired, moved out of sight) leave it."""
+        # In chunks: a loaded fact carries its vector as Python floats (~12 KB each),
+        # so reading 10,000 at once held ~120 MB at the peak, and the allocator kept most
+        # of it after they were indexed as float32 rows (~1.5 KB each).
         for start in range(0, len(ids), LOAD_CHUNK):
             chunk = ids[start : start + LOAD_CHUNK]
             loaded = {f.id: f for f in await self._source.load_facts(viewer, chunk)}
@@ -192,9 +196,7 @@ class ScopeIndexCache:
                     index.remove(fact_id)
             self.loads += len(loaded)
 
-    async def _sync(
-        self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str], visible: dict[str, int]
-    ) -> None:
+    async def _sync(self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str]) -> None:
         """List the partitions' facts and load what the index lacks or holds older."""
         revisions = await self._source.fact_revisions(viewer, changed)
         changed_set = set(changed)
@@ -206,15 +208,7 @@ class ScopeIndexCache:
             for fact_id, (_, rev) in revisions.items()
             if fact_id not in index.facts or index.facts[fact_id].rev != rev
         ]
-        # In chunks: a loaded fact carries its vector as Python floats (~12 KB each),
-        # so reading 10,000 at once held ~120 MB at the peak, and the allocator kept most
-        # of it after they were indexed as float32 rows (~1.5 KB each).
-        for start in range(0, len(to_load), LOAD_CHUNK):
-            loaded = await self._source.load_facts(viewer, to_load[start : start + LOAD_CHUNK])
-            for fact in loaded:
-                if is_visible(fact.partition, viewer) and fact.current:
-                    index.put(fact)
-            self.loads += len(loaded)
+        await self._reload(index, viewer, to_load)
 
     def note_access(self, fact_ids: Sequence[str], at: datetime) -> None:
         """Reflect a recall in the cached signals without reloading anything."""
