@@ -58,6 +58,10 @@ NO: Final = re.compile(
 )
 #: An answer is short: a question's answer, not a new conversation.
 SHORT_ANSWER_WORDS: Final = 6
+#: How long before the question was asked a message the person sent after the one it
+#: followed may have been journaled (two of their messages handled at once): the read of
+#: what they said since starts this much earlier, and never at the thread's beginning.
+SPOKE_SINCE_MARGIN: Final = timedelta(minutes=10)
 _MINE: Final = re.compile(
     r"^(?:mine|my\s+own|me|my\s+one|it'?s\s+mine|i\s+do|i\s+mean\s+mine)$", re.I
 )
@@ -174,12 +178,13 @@ class Clarifications:
         if item.asked_after_message is None or message_id is None:
             return False
         after, current = item.asked_after_message, message_id
+        since = (item.asked_at or item.created_at) - SPOKE_SINCE_MARGIN
         return any(
             m.role is Role.USER
             and m.user_id == viewer.user_id
             and m.telegram_message_id is not None
             and after < m.telegram_message_id < current
-            for m in await self.ops.journal.recent(viewer.thread.id, limit=50)
+            for m in await self.ops.journal.recent(viewer.thread.id, limit=50, since=since)
         )
 
     async def answer(

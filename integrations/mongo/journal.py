@@ -21,7 +21,7 @@ from integrations.mongo.turn_reads import (
     messages_part,
     unformed_visible_pipeline,
 )
-from memory.constants import MESSAGES
+from memory.constants import MESSAGES, THREADS
 from memory.erasure import PLACEHOLDER
 from memory.models import Message, Role, Viewer
 from memory.privacy import and_visible
@@ -146,19 +146,34 @@ class MongoJournal:
                 {"_id": {"$in": list(ids)}}, {"$set": {"handled": True}}
             )
 
-    async def recent(self, thread_id: str, *, limit: int = 20) -> list[Message]:
-        """The last messages of a thread, oldest first (conversation history for replies)."""
+    async def recent(
+        self, thread_id: str, *, limit: int = 20, since: datetime | None = None
+    ) -> list[Message]:
+        """The last messages of a thread, oldest first (conversation history for replies),
+        none older than ``since`` when it is given.
+
+        Not served by the turn's memory read, the read is bounded in time: by ``since``,
+        and in a reply turn by the time the turn's journal write left for the history
+        read (:func:`integrations.mongo.directory.history_from`), which at least
+        :data:`HISTORY_PREFETCH` messages are newer than. The embedded server fetches
+        every message that matches before it sorts, so without a bound "forget that" or
+        "pin that" in a thread of years read the whole thread."""
         memo = turn_memo.current()  # served by this turn's memory read, if it was made
         key = memo.get(MESSAGES, ("thread", thread_id)) if memo is not None else MISSING
         held = memo.get(MESSAGES, key) if memo is not None and key is not MISSING else MISSING
         if held is not MISSING and limit <= HISTORY_PREFETCH:
-            newest = messages_part(held, "history")[:limit]
+            history = messages_part(held, "history")
+            newest = [d for d in history if since is None or d["created_at"] >= since][:limit]
             return list(reversed([message_from_doc(d) for d in newest]))
-        cursor = (
-            self._messages.find({"thread_id": thread_id})
-            .sort([("created_at", -1), ("_id", -1)])
-            .limit(limit)
-        )
+        bounds = [since] if since is not None else []
+        if memo is not None and limit <= HISTORY_PREFETCH:
+            window = memo.get(THREADS, ("history_from", thread_id), max_age=None)
+            if isinstance(window, datetime):
+                bounds.append(window)
+        query: Document = {"thread_id": thread_id}
+        if bounds:  # the thread_time index serves a time range after the thread
+            query["created_at"] = {"$gte": max(bounds)}
+        cursor = self._messages.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
         return list(reversed([message_from_doc(d) async for d in cursor]))
 
     async def unformed_visible(self, viewer: Viewer, *, limit: int) -> list[Message]:
