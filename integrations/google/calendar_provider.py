@@ -20,16 +20,14 @@ import logging
 import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any
-
-import httplib2
-import requests
-from google_auth_oauthlib.flow import Flow
-from oauthlib.oauth2.rfc6749.errors import OAuth2Error
+from typing import TYPE_CHECKING, Any
 
 from integrations.google.calendar_client import SCOPES, GoogleCalendarClient, GoogleEndpoints
 from memory.calendar_ports import SYNC_RETRY, ConnectRefused, RetryPolicy, TokenBundle
 from memory.errors import Unavailable
+
+if TYPE_CHECKING:  # loaded on a connection's first use, as the client's libraries are
+    from google_auth_oauthlib.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +60,8 @@ class GoogleCalendarProvider:
         )
 
     def _flow(self, code_verifier: str | None = None) -> Flow:
+        from google_auth_oauthlib.flow import Flow
+
         config = {
             "web": {
                 "client_id": self.client_id,
@@ -90,6 +90,8 @@ class GoogleCalendarProvider:
         return await asyncio.to_thread(_exchange, self._flow(verifier), code)
 
     async def revoke(self, token: str) -> bool:
+        import httplib2
+
         endpoints, wait = self.endpoints, self.revoke_timeout
 
         def run() -> bool:
@@ -121,6 +123,9 @@ def _email_from_id_token(id_token: Any) -> str | None:
 
 def _exchange(flow: Flow, code: str) -> TokenBundle:
     """The blocking code exchange (run in a thread)."""
+    import requests
+    from oauthlib.oauth2.rfc6749.errors import OAuth2Error
+
     try:
         flow.fetch_token(code=code)
     except Warning as exc:  # oauthlib: "Scope has changed": a permission was unticked
