@@ -147,6 +147,12 @@ def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
     assert floor["recall_vs_exact"] == 1.0
     assert result["dense_recall_vs_exact"] == 1.0
     assert result["queries_with_results"] == 12
+    # in a reply turn (its reads served by the turn's memory read, timed apart) the
+    # search finds exactly what it finds alone
+    in_turn = result["in_turn"]
+    for latency in (in_turn["latency_ms"], in_turn["snapshot_ms"]):
+        assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
+    assert in_turn["recall_vs_exact"] == result["recall_vs_exact"]
 
 
 def test_bench_retrieval_plots_the_comparison(tmp_path: Path) -> None:
