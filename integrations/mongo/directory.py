@@ -21,6 +21,7 @@ from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
     active_circles_of,
     directory_snapshot,
+    history_window_key,
     memoised_users,
 )
 from integrations.mongo.upsert import upsert, upsert_returning
@@ -297,7 +298,7 @@ class MongoDirectory:
             )
             seen = turn_memo.generation(THREADS)
             memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
-            memo.put(THREADS, ("history_from", thread_id), history_from(doc, at), seen=seen)
+            memo.put(THREADS, history_window_key(thread_id), history_from(doc, at), seen=seen)
         return tick
 
     async def pending(self, thread_id: str) -> tuple[int, int]:

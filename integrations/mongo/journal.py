@@ -17,11 +17,12 @@ from integrations.mongo.turn_memo import MISSING
 from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
     UNFORMED_PREFETCH,
+    history_window,
     memory_snapshot,
     messages_part,
     unformed_visible_pipeline,
 )
-from memory.constants import MESSAGES, THREADS
+from memory.constants import MESSAGES
 from memory.erasure import PLACEHOLDER
 from memory.models import Message, Role, Viewer
 from memory.privacy import and_visible
@@ -166,10 +167,9 @@ class MongoJournal:
             newest = [d for d in history if since is None or d["created_at"] >= since][:limit]
             return list(reversed([message_from_doc(d) for d in newest]))
         bounds = [since] if since is not None else []
-        if memo is not None and limit <= HISTORY_PREFETCH:
-            window = memo.get(THREADS, ("history_from", thread_id), max_age=None)
-            if isinstance(window, datetime):
-                bounds.append(window)
+        window = history_window(memo, thread_id) if memo is not None else None
+        if window is not None and limit <= HISTORY_PREFETCH:
+            bounds.append(window)
         query: Document = {"thread_id": thread_id}
         if bounds:  # the thread_time index serves a time range after the thread
             query["created_at"] = {"$gte": max(bounds)}

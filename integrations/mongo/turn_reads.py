@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
+from datetime import datetime
 from typing import Any, Final
 
 from pymongo.asynchronous.collection import AsyncCollection
@@ -48,6 +49,20 @@ def viewer_key(viewer: Viewer) -> Hashable:
     """Everything the privacy filter of ``viewer`` depends on."""
     t = viewer.thread
     return (viewer.user_id, t.id, t.kind.value, t.circle_id, t.user_id, viewer.circle_ids)
+
+
+def history_window_key(thread_id: str) -> Hashable:
+    """Where a turn keeps the thread's history bound, written by the journal write."""
+    return ("history_from", thread_id)
+
+
+def history_window(memo: TurnMemo, thread_id: str) -> datetime | None:
+    """The time this turn's journal write left for the thread's history read
+    (:func:`integrations.mongo.directory.history_from`): at least
+    :data:`HISTORY_PREFETCH` messages are newer. None when the turn wrote none, or the
+    thread is too new to bound."""
+    window = memo.get(THREADS, history_window_key(thread_id), max_age=None)
+    return window if isinstance(window, datetime) else None
 
 
 def _tag(source: str) -> Document:
@@ -145,8 +160,8 @@ async def memory_snapshot(
         seen = {c: turn_memo.generation(c) for c in parts}
         open_questions = {"user_id": viewer.user_id, "status": {"$in": ["pending", "asked"]}}
         in_thread: Document = {"thread_id": viewer.thread.id}
-        since = memo.get(THREADS, ("history_from", viewer.thread.id), max_age=None)
-        if since is not MISSING and since is not None:
+        since = history_window(memo, viewer.thread.id)
+        if since is not None:
             in_thread["created_at"] = {"$gte": since}
         # Two reads, sent together. Each starts with a ``$match`` an index serves: the
         # embedded server runs a ``$unionWith`` sub-pipeline over the whole collection,
