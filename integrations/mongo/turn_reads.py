@@ -1,38 +1,46 @@
 """The two combined reads of a reply turn (see :mod:`.turn_memo`).
 
-* :func:`directory_snapshot`, when the viewer is read: the person's active circles with
-  their members' user documents (``$lookup``), the person's own user document and the
-  thread's document (``$unionWith``). It serves the viewer, the names of a reply, both
-  time zone lookups and the thread's session state.
-* :func:`memory_snapshot`, when the first memory read of the turn comes: the versions of
-  the partitions the viewer may see, their open clarifications, the thread's last
-  messages and the viewer's visible unformed messages. The privacy filter
-  (:func:`memory.privacy.visibility_filter`) is inside every part that reads memories,
-  exactly as in the single reads it replaces. Two reads sent together: the thread's
-  last messages (bounded by :func:`integrations.mongo.directory.history_from`) with the
-  partitions and questions, and the unformed messages; each opens with a ``$match`` an
-  index serves, as the journal grows without end.
+* :func:`directory_snapshot`, when the viewer is read: the person's own user document,
+  the thread's document and the person's active circles with their members' user
+  documents, in one database-level aggregate that opens with the two ids
+  (``$documents``) and fetches each part by ``$lookup``. It serves the viewer, the names
+  of a reply, both time zone lookups and the thread's session state.
+* :func:`memory_snapshot`, when the first memory read of the turn comes: the thread's
+  last messages (bounded by :func:`integrations.mongo.directory.history_from`), the
+  versions of the partitions the viewer may see and their open clarifications, in one
+  read; the viewer's visible unformed messages in a second, sent with it. The privacy
+  filter (:func:`memory.privacy.visibility_filter`) is inside every part that reads
+  memories, exactly as in the single reads it replaces.
 
-The directory snapshot is one round trip, the memory snapshot two in parallel; their
-parts are memoised under the collection they come from, so a write to any of those
-collections invalidates just that part.
+Every part is fetched through an index: each read opens with a ``$match`` an index
+serves (the journal grows without end), and a ``$lookup`` only by a field that leads an
+index of the collection it reads (see :func:`_lookup`; never ``$unionWith``, which the
+embedded server runs over the whole collection). The parts are memoised under the
+collection they come from, so a write to any of those collections invalidates just
+that part.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
+from collections.abc import Awaitable, Hashable
 from datetime import datetime
 from typing import Any, Final
 
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.command_cursor import AsyncCommandCursor
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
 from integrations.mongo.turn_memo import MISSING, TurnMemo
 from memory.constants import CIRCLES, CLARIFICATIONS, MESSAGES, PARTITIONS, THREADS, USERS
-from memory.models import Role, Viewer
-from memory.privacy import and_visible, and_visible_branches, visibility_filter
+from memory.models import Partition, Role, Viewer
+from memory.privacy import (
+    and_visible,
+    and_visible_branches,
+    visibility_branches,
+    visibility_filter,
+)
 
 Document = dict[str, Any]
 
@@ -43,6 +51,9 @@ UNFORMED_PREFETCH: Final = 20
 #: The journal's order for both of a turn's message reads (ties by id, so it is total).
 NEWEST_FIRST: Final[Document] = {"$sort": {"created_at": -1, "_id": -1}}
 _SRC: Final = "_alfred_turn_src"
+_MEMBERS: Final = "_alfred_members"
+#: A circle still in use (the second stage of :func:`active_circles_of`).
+NOT_ARCHIVED: Final[Document] = {"$match": {"archived_at": None}}
 
 
 def viewer_key(viewer: Viewer) -> Hashable:
@@ -65,26 +76,37 @@ def history_window(memo: TurnMemo, thread_id: str) -> datetime | None:
     return window if isinstance(window, datetime) else None
 
 
-def _tag(source: str) -> Document:
-    return {"$addFields": {_SRC: source}}
-
-
-def _split(docs: list[Document]) -> dict[str, list[Document]]:
-    parts: dict[str, list[Document]] = {}
-    for doc in docs:
-        parts.setdefault(str(doc.pop(_SRC)), []).append(doc)
-    return parts
-
-
 async def _documents(coll: AsyncCollection[Document], pipeline: list[Document]) -> list[Document]:
     return [d async for d in await coll.aggregate(pipeline)]
+
+
+async def _one(cursor: Awaitable[AsyncCommandCursor[Document]]) -> Document:
+    """The single document a read that gathers its parts into one returns."""
+    docs = [d async for d in await cursor]
+    return docs[0] if docs else {}
+
+
+def _lookup(
+    coll: str, local: str, foreign: str, into: str, pipeline: list[Document] | None = None
+) -> Document:
+    """A ``$lookup`` by equality on ``foreign``, then ``pipeline`` on what it found.
+
+    Where a read fetches another collection's documents by key, it does so through a
+    ``$lookup`` whose ``foreignField`` leads an index: the embedded server serves that
+    from the index, but runs a ``$unionWith`` sub-pipeline over the whole foreign
+    collection (measured: one user by ``_id`` 2.3 ms among 10 users, 149 ms among
+    8,000; by ``$lookup`` 1.4-2.4 ms at every size)."""
+    spec: Document = {"from": coll, "localField": local, "foreignField": foreign, "as": into}
+    if pipeline:
+        spec["pipeline"] = pipeline
+    return {"$lookup": spec}
 
 
 def active_circles_of(user_id: str) -> list[Document]:
     """The stages that select the person's circles not archived: the member first, which
     the ``member_ids`` index serves, then the rest. Together in one ``$match`` the
     embedded server scanned every circle (an equality on null is no index key to it)."""
-    return [{"$match": {"member_ids": user_id}}, {"$match": {"archived_at": None}}]
+    return [{"$match": {"member_ids": user_id}}, NOT_ARCHIVED]
 
 
 async def directory_snapshot(
@@ -97,37 +119,30 @@ async def directory_snapshot(
         return list(cached)
     seen = {c: turn_memo.generation(c) for c in (CIRCLES, USERS, THREADS)}
     pipeline: list[Document] = [
-        *active_circles_of(user_id),
-        {
-            "$lookup": {
-                "from": USERS,
-                "localField": "member_ids",
-                "foreignField": "_id",
-                "as": _SRC + "_m",
-            }
-        },
-        _tag("circle"),
-        {"$unionWith": {"coll": USERS, "pipeline": [{"$match": {"_id": user_id}}, _tag("user")]}},
-        {
-            "$unionWith": {
-                "coll": THREADS,
-                "pipeline": [{"$match": {"_id": thread_id}}, _tag("thread")],
-            }
-        },
+        {"$documents": [{"u": {"$literal": user_id}, "t": {"$literal": thread_id}}]},
+        _lookup(USERS, "u", "_id", "user"),
+        _lookup(THREADS, "t", "_id", "thread"),
+        _lookup(
+            CIRCLES,
+            "u",
+            "member_ids",
+            "circles",
+            [NOT_ARCHIVED, _lookup(USERS, "member_ids", "_id", _MEMBERS)],
+        ),
     ]
-    parts = _split(await _documents(db[CIRCLES], pipeline))
-    circles = parts.get("circle", [])
+    found = await _one(db.aggregate(pipeline))
+    circles: list[Document] = found.get("circles", [])
     users: dict[str, Document] = {}
     for circle in circles:
-        for member in circle.pop(_SRC + "_m", []):
-            users[str(member["_id"])] = member
+        for member_doc in circle.pop(_MEMBERS, []):
+            users[str(member_doc["_id"])] = member_doc
         memo.put(CIRCLES, ("id", str(circle["_id"])), circle, seen=seen[CIRCLES])
-    for user in parts.get("user", []):
+    for user in found.get("user", []):
         users[str(user["_id"])] = user
     memo.put(USERS, ("id", user_id), users.get(user_id), seen=seen[USERS])
     for uid, user in users.items():
         memo.put(USERS, ("id", uid), user, seen=seen[USERS])
-    thread = parts.get("thread", [None])[0]
+    thread = (found.get("thread") or [None])[0]
     memo.put(THREADS, ("id", thread_id), thread, seen=seen[THREADS])
     memo.put(CIRCLES, ("of", user_id), circles, seen=seen[CIRCLES])
     return circles
@@ -163,46 +178,72 @@ async def memory_snapshot(
         since = history_window(memo, viewer.thread.id)
         if since is not None:
             in_thread["created_at"] = {"$gte": since}
-        # Two reads, sent together. Each starts with a ``$match`` an index serves: the
-        # embedded server runs a ``$unionWith`` sub-pipeline over the whole collection,
-        # so the journal (which only grows) is never read through one; the partitions
-        # and the open questions (a handful of documents) are.
+        # Two reads, sent together. Each starts with a ``$match`` an index serves (the
+        # journal only grows). The first gathers the thread's last messages into one
+        # document and fetches the partitions and open questions by key beside them.
+        keys, circles = partition_lookup_keys(viewer)
+        visible: Document = {"$match": visibility_filter(viewer)}
         around: list[Document] = [
             {"$match": in_thread},
             NEWEST_FIRST,
             {"$limit": HISTORY_PREFETCH},
-            _tag("history"),
+            {"$facet": {"history": []}},  # one document, even for a thread with none
             {
-                "$unionWith": {
-                    "coll": PARTITIONS,
-                    "pipeline": [{"$match": visibility_filter(viewer)}, _tag("partition")],
+                "$addFields": {
+                    "_k": {"$literal": keys},
+                    "_c": {"$literal": circles},
+                    "_u": {"$literal": viewer.user_id},
                 }
             },
-            {
-                "$unionWith": {
-                    "coll": CLARIFICATIONS,
-                    "pipeline": [{"$match": and_visible(viewer, open_questions)}, _tag("question")],
-                }
-            },
+            _lookup(
+                CLARIFICATIONS,
+                "_u",
+                "user_id",
+                "questions",
+                [{"$match": and_visible(viewer, open_questions)}],
+            ),
         ]
-        fresh = [*unformed_visible_pipeline(viewer, UNFORMED_PREFETCH), _tag("unformed")]
+        # An empty key list would match the partitions without one: leave its stage out.
+        if keys:
+            around.append(_lookup(PARTITIONS, "_k", "_id", "by_key", [visible]))
+        if circles:
+            around.append(_lookup(PARTITIONS, "_c", "circle_id", "by_circle", [visible]))
+        fresh = unformed_visible_pipeline(viewer, UNFORMED_PREFETCH)
         first, second = await asyncio.gather(
-            _documents(db[MESSAGES], around), _documents(db[MESSAGES], fresh)
+            _one(db[MESSAGES].aggregate(around)), _documents(db[MESSAGES], fresh)
         )
-        split = _split(first + second)
+        found = (*first.get("by_key", []), *first.get("by_circle", []))
+        partitions = list({str(d["_id"]): d for d in found}.values())
+        questions: list[Document] = first.get("questions", [])
         # Messages are memoised as one part (a write to the journal drops both lists).
-        messages = [{_SRC: "history", **d} for d in split.get("history", [])] + [
-            {_SRC: "unformed", **d} for d in split.get("unformed", [])
+        messages = [{_SRC: "history", **d} for d in first.get("history", [])] + [
+            {_SRC: "unformed", **d} for d in second
         ]
-        memo.put(PARTITIONS, key, split.get("partition", []), seen=seen[PARTITIONS])
-        memo.put(CLARIFICATIONS, key, split.get("question", []), seen=seen[CLARIFICATIONS])
+        memo.put(PARTITIONS, key, partitions, seen=seen[PARTITIONS])
+        memo.put(CLARIFICATIONS, key, questions, seen=seen[CLARIFICATIONS])
         memo.put(MESSAGES, key, messages, seen=seen[MESSAGES])
         memo.put(MESSAGES, ("thread", viewer.thread.id), key, seen=seen[MESSAGES])
         return {
-            PARTITIONS: split.get("partition", []),
-            CLARIFICATIONS: split.get("question", []),
+            PARTITIONS: partitions,
+            CLARIFICATIONS: questions,
             MESSAGES: messages,
         }
+
+
+def partition_lookup_keys(viewer: Viewer) -> tuple[list[str], list[str]]:
+    """How to fetch the partition records ``viewer`` may see by key: the ``_id`` of each
+    one :func:`memory.privacy.visibility_branches` names whole (every partition of a
+    DM), and the circle of each branch that names a circle only (a group's, whoever
+    owns them, former members included). The privacy filter still runs on what they
+    fetch."""
+    keys: list[str] = []
+    circles: list[str] = []
+    for branch in visibility_branches(viewer):
+        if "owner_user_id" in branch:
+            keys.append(Partition.from_fields(branch).key())
+        else:
+            circles.append(str(branch["circle_id"]))
+    return keys, circles
 
 
 def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:
