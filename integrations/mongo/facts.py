@@ -19,11 +19,11 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from integrations.mongo import turn_memo
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
-from integrations.mongo.turn_reads import memory_snapshot
+from integrations.mongo.turn_reads import memory_snapshot, visible_partition_records
 from integrations.mongo.upsert import upsert_returning
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
-from memory.privacy import and_visible, visibility_filter
+from memory.privacy import and_visible
 
 Document = dict[str, Any]
 NO_EMBEDDING = {"embedding": 0}
@@ -273,10 +273,8 @@ class MongoFactStore:
         if memo is not None:
             parts = await memory_snapshot(self._db, memo, viewer)
             return [StoredPartitionVersion.from_doc(d) for d in parts[PARTITIONS]]
-        return [
-            StoredPartitionVersion.from_doc(d)
-            async for d in self._partitions.find(visibility_filter(viewer))
-        ]
+        records = await visible_partition_records(self._db, viewer)
+        return [StoredPartitionVersion.from_doc(d) for d in records]
 
     async def fact_revisions(
         self, viewer: Viewer, partition_keys: Sequence[str]

@@ -25,7 +25,7 @@ from integrations.mongo.codec import (
     reflection_from_doc,
     reflection_to_doc,
 )
-from integrations.mongo.turn_reads import memory_snapshot
+from integrations.mongo.turn_reads import memory_snapshot, visible_partition_records
 from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, PARTITIONS, REFLECTIONS
 from memory.models import (
@@ -36,7 +36,7 @@ from memory.models import (
     ReflectionScope,
     Viewer,
 )
-from memory.privacy import and_visible, visibility_filter
+from memory.privacy import and_visible
 
 Document = dict[str, Any]
 
@@ -64,10 +64,8 @@ class MongoNotes:
         if memo is not None:
             parts = await memory_snapshot(self._db, memo, viewer)
             return {str(d["_id"]): int(d.get("notes_version", 0)) for d in parts[PARTITIONS]}
-        return {
-            str(d["_id"]): int(d.get("notes_version", 0))
-            async for d in self._partitions.find(visibility_filter(viewer), {"notes_version": 1})
-        }
+        records = await visible_partition_records(self._db, viewer)
+        return {str(d["_id"]): int(d.get("notes_version", 0)) for d in records}
 
     # --- reflections -------------------------------------------------------------
 

@@ -52,6 +52,8 @@ UNFORMED_PREFETCH: Final = 20
 NEWEST_FIRST: Final[Document] = {"$sort": {"created_at": -1, "_id": -1}}
 _SRC: Final = "_alfred_turn_src"
 _MEMBERS: Final = "_alfred_members"
+_BY_KEY: Final = "_alfred_by_key"
+_BY_CIRCLE: Final = "_alfred_by_circle"
 #: A circle still in use (the second stage of :func:`active_circles_of`).
 NOT_ARCHIVED: Final[Document] = {"$match": {"archived_at": None}}
 
@@ -181,20 +183,13 @@ async def memory_snapshot(
         # Two reads, sent together. Each starts with a ``$match`` an index serves (the
         # journal only grows). The first gathers the thread's last messages into one
         # document and fetches the partitions and open questions by key beside them.
-        keys, circles = partition_lookup_keys(viewer)
-        visible: Document = {"$match": visibility_filter(viewer)}
+        partition_fields, partition_lookups = partition_record_lookups(viewer)
         around: list[Document] = [
             {"$match": in_thread},
             NEWEST_FIRST,
             {"$limit": HISTORY_PREFETCH},
             {"$facet": {"history": []}},  # one document, even for a thread with none
-            {
-                "$addFields": {
-                    "_k": {"$literal": keys},
-                    "_c": {"$literal": circles},
-                    "_u": {"$literal": viewer.user_id},
-                }
-            },
+            {"$addFields": {"_u": {"$literal": viewer.user_id}, **partition_fields}},
             _lookup(
                 CLARIFICATIONS,
                 "_u",
@@ -202,18 +197,13 @@ async def memory_snapshot(
                 "questions",
                 [{"$match": and_visible(viewer, open_questions)}],
             ),
+            *partition_lookups,
         ]
-        # An empty key list would match the partitions without one: leave its stage out.
-        if keys:
-            around.append(_lookup(PARTITIONS, "_k", "_id", "by_key", [visible]))
-        if circles:
-            around.append(_lookup(PARTITIONS, "_c", "circle_id", "by_circle", [visible]))
         fresh = unformed_visible_pipeline(viewer, UNFORMED_PREFETCH)
         first, second = await asyncio.gather(
             _one(db[MESSAGES].aggregate(around)), _documents(db[MESSAGES], fresh)
         )
-        found = (*first.get("by_key", []), *first.get("by_circle", []))
-        partitions = list({str(d["_id"]): d for d in found}.values())
+        partitions = partition_records_in(first)
         questions: list[Document] = first.get("questions", [])
         # Messages are memoised as one part (a write to the journal drops both lists).
         messages = [{_SRC: "history", **d} for d in first.get("history", [])] + [
@@ -244,6 +234,37 @@ def partition_lookup_keys(viewer: Viewer) -> tuple[list[str], list[str]]:
         else:
             circles.append(str(branch["circle_id"]))
     return keys, circles
+
+
+def partition_record_lookups(viewer: Viewer) -> tuple[Document, list[Document]]:
+    """The fields and the ``$lookup`` stages that fetch the partition records ``viewer``
+    may see (:func:`partition_lookup_keys`, the privacy filter inside each) into the
+    document they run on; :func:`partition_records_in` reads them back."""
+    keys, circles = partition_lookup_keys(viewer)
+    visible: Document = {"$match": visibility_filter(viewer)}
+    stages: list[Document] = []
+    # An empty key list would match the partitions without one: leave its stage out.
+    if keys:
+        stages.append(_lookup(PARTITIONS, "_k", "_id", _BY_KEY, [visible]))
+    if circles:
+        stages.append(_lookup(PARTITIONS, "_c", "circle_id", _BY_CIRCLE, [visible]))
+    return {"_k": {"$literal": keys}, "_c": {"$literal": circles}}, stages
+
+
+def partition_records_in(found: Document) -> list[Document]:
+    """The partition records :func:`partition_record_lookups` fetched into ``found``."""
+    docs = (*found.get(_BY_KEY, []), *found.get(_BY_CIRCLE, []))
+    return list({str(d["_id"]): d for d in docs}.values())
+
+
+async def visible_partition_records(db: AsyncDatabase[Document], viewer: Viewer) -> list[Document]:
+    """The partition records ``viewer`` may see, read alone (outside a reply turn). The
+    privacy filter as one query (its ``$or``, for a DM of someone in a circle) made the
+    embedded server read every partition record of the deployment."""
+    fields, lookups = partition_record_lookups(viewer)
+    if not lookups:
+        return []
+    return partition_records_in(await _one(db.aggregate([{"$documents": [fields]}, *lookups])))
 
 
 def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:

@@ -9,7 +9,8 @@ indexed ``$match`` or with ``$documents``, every ``$lookup`` by a field that lea
 of the collection it reads. The check on the result compares each part, for viewers in
 every kind of thread, with a plain query under the privacy filter, on a world with
 partitions of other circles, other people's DMs, a former member's shared partition and
-questions in every state.
+questions in every state. The partition versions read alone (outside a turn) are held
+to the same.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
 from integrations.mongo.directory import MongoDirectory
+from integrations.mongo.facts import MongoFactStore
+from integrations.mongo.notes import MongoNotes
 from integrations.mongo.turn_memo import WriteInvalidation
 from integrations.mongo.turn_reads import directory_snapshot, memory_snapshot
 from memory.constants import CIRCLES, CLARIFICATIONS, PARTITIONS, THREADS, USERS
@@ -216,3 +219,28 @@ def _by_id(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _visible_keys(who: Viewer) -> set[str]:
     return {p.key() for p in WORLD if is_visible(p, who)}
+
+
+async def test_alone_the_partition_versions_are_read_by_key_too(
+    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+) -> None:
+    """Outside a turn (the worker, the bench, a search alone) the version reads of the
+    fact and note caches fetch the same records by key, filter inside."""
+    db, aggregates = watched
+    facts, notes = MongoFactStore(db), MongoNotes(db)
+    for who in VIEWERS:
+        expected = _by_id([d async for d in db[PARTITIONS].find(visibility_filter(who))])
+        versions = await facts.visible_partitions(who)
+        assert {p.partition.key(): p.version for p in versions} == {
+            k: d["version"] for k, d in expected.items()
+        }, who
+        assert set(await notes.notes_versions(who)) == set(expected), who
+        assert all(is_visible(p.partition, who) for p in versions)
+    reads = [p for _, p in aggregates.sent]
+    assert len(reads) == 2 * sum(1 for who in VIEWERS if visibility_branches(who))
+    for pipeline in reads:
+        assert next(iter(pipeline[0])) == "$documents"
+        for name, spec in _stages(pipeline):
+            assert name != "$unionWith"
+            if name == "$lookup":
+                assert spec["foreignField"] in await _leading_fields(db, spec["from"])
