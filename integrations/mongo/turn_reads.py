@@ -260,11 +260,17 @@ def partition_records_in(found: Document) -> list[Document]:
 async def visible_partition_records(db: AsyncDatabase[Document], viewer: Viewer) -> list[Document]:
     """The partition records ``viewer`` may see, read alone (outside a reply turn). The
     privacy filter as one query (its ``$or``, for a DM of someone in a circle) made the
-    embedded server read every partition record of the deployment."""
-    fields, lookups = partition_record_lookups(viewer)
-    if not lookups:
-        return []
-    return partition_records_in(await _one(db.aggregate([{"$documents": [fields]}, *lookups])))
+    embedded server read every partition record of the deployment (934 ms among 20,000).
+    A DM's are fetched by ``_id``, a group's by circle (:func:`partition_lookup_keys`),
+    the filter after either."""
+    keys, circles = partition_lookup_keys(viewer)
+    firsts = [{"_id": {"$in": keys}}] if keys else []
+    firsts += [{"circle_id": {"$in": circles}}] if circles else []
+    visible: Document = {"$match": visibility_filter(viewer)}
+    found = await asyncio.gather(
+        *(_documents(db[PARTITIONS], [{"$match": first}, visible]) for first in firsts)
+    )
+    return list({str(d["_id"]): d for docs in found for d in docs}.values())
 
 
 def unformed_visible_pipeline(viewer: Viewer, limit: int) -> list[Document]:
