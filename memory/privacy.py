@@ -122,6 +122,26 @@ def visibility_branches(viewer: Viewer) -> list[dict[str, Any]]:
     ]
 
 
+def visibility_arms(viewer: Viewer) -> list[dict[str, Any]]:
+    """Plain filters whose union holds everything :func:`visibility_filter` selects,
+    bounded by the viewer's own partitions: their DM's (three equalities), the shared
+    partitions of their circles (one equality and one ``$in``; in a DM this includes
+    other members' shared partitions, which the filter then drops), a group's circle's
+    (two equalities). Each is the prefix of a partition index, which the embedded server
+    walks for exactly those partitions; the filter's ``$or`` made it scan the whole
+    collection. Never a privacy filter on its own: the exact filter always follows."""
+    thread = viewer.thread
+    if thread.kind is ThreadKind.GROUP or thread.user_id != viewer.user_id:
+        return visibility_branches(viewer)  # a group's one branch, or nothing
+    arms: list[dict[str, Any]] = [
+        {"visibility": Visibility.DM.value, "circle_id": None, "owner_user_id": viewer.user_id}
+    ]
+    if viewer.circle_ids:
+        circles = sorted(viewer.circle_ids)
+        arms.append({"visibility": Visibility.SHARED.value, "circle_id": {"$in": circles}})
+    return arms
+
+
 def and_visible_branches(viewer: Viewer, query: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``query`` restricted to each of :func:`visibility_branches`, merged into one
     filter per branch: the union of their results is ``and_visible(viewer, query)``,

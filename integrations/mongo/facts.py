@@ -21,6 +21,7 @@ from integrations.mongo import turn_memo
 from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
 from integrations.mongo.turn_reads import memory_snapshot, visible_partition_records
 from integrations.mongo.upsert import upsert_returning
+from integrations.mongo.visible_reads import count_visible, visible_documents
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
 from memory.privacy import and_visible
@@ -311,12 +312,18 @@ class MongoFactStore:
         self, viewer: Viewer, *, include_history: bool = False, limit: int = 0
     ) -> list[Fact]:
         """The facts ``viewer`` may see, newest first (for "what do you remember")."""
-        query = and_visible(viewer, None if include_history else {"current": True})
-        cursor = self._facts.find(query, NO_EMBEDDING).sort("created_at", -1).limit(limit)
-        return [fact_from_doc(d) async for d in cursor]
+        found = await visible_documents(
+            self._facts,
+            viewer,
+            None if include_history else {"current": True},
+            sort=[("created_at", -1)],
+            limit=limit,
+            projection=NO_EMBEDDING,
+        )
+        return [fact_from_doc(d) for d in found]
 
     async def count_visible(self, viewer: Viewer) -> int:
-        return await self._facts.count_documents(and_visible(viewer, {"current": True}))
+        return await count_visible(self._facts, viewer, {"current": True})
 
     async def current_in_partition(self, partition: Partition) -> list[Fact]:
         """Current facts of one partition (formation compares within a partition only)."""

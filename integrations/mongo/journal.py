@@ -22,10 +22,10 @@ from integrations.mongo.turn_reads import (
     messages_part,
     unformed_visible_pipeline,
 )
+from integrations.mongo.visible_reads import visible_documents
 from memory.constants import MESSAGES
 from memory.erasure import PLACEHOLDER
 from memory.models import Message, Role, Viewer
-from memory.privacy import and_visible
 
 Document = dict[str, Any]
 
@@ -195,8 +195,10 @@ class MongoJournal:
         return [message_from_doc(d) async for d in cursor]
 
     async def visible(self, viewer: Viewer, *, limit: int = 0) -> list[Message]:
-        cursor = self._messages.find(and_visible(viewer)).sort("created_at", -1).limit(limit)
-        return [message_from_doc(d) async for d in cursor]
+        found = await visible_documents(
+            self._messages, viewer, sort=[("created_at", -1)], limit=limit
+        )
+        return [message_from_doc(d) for d in found]
 
     async def delete_containing(self, user_id: str, needles: Sequence[str]) -> int:
         """Hard-delete a user's messages, and Alfred's replies to them, that mention any of

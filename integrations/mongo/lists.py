@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pymongo import DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.upsert import upsert_returning
+from integrations.mongo.visible_reads import visible_documents
 from memory.lists import MAX_ITEMS, ListItem, SharedList, item_id_for
 from memory.models import Partition, Viewer, Visibility
 from memory.privacy import visibility_filter
@@ -63,10 +63,10 @@ class MongoListStore:
         self._lists = db[LISTS]
 
     async def visible(self, viewer: Viewer) -> list[SharedList]:
-        cursor = self._lists.find(visibility_filter(viewer)).sort(
-            [("used_at", DESCENDING), ("used_seq", DESCENDING)]
-        )
-        return [_shared_list(d) async for d in cursor]
+        recent_first = [("used_at", -1), ("used_seq", -1)]
+        return [
+            _shared_list(d) for d in await visible_documents(self._lists, viewer, sort=recent_first)
+        ]
 
     async def create(self, shared: SharedList) -> SharedList:
         query = {**shared.partition.as_fields(), "key": shared.key}
@@ -114,7 +114,10 @@ class MongoListStore:
         await self._lists.update_one({"_id": list_id}, {"$set": _used(at)})
 
     async def get(self, list_id: str, viewer: Viewer) -> SharedList | None:
-        doc = await self._lists.find_one({"$and": [{"_id": list_id}, visibility_filter(viewer)]})
+        # By id first, then the filter: in one ``$and`` the embedded server scanned every list.
+        pipeline = [{"$match": {"_id": list_id}}, {"$match": visibility_filter(viewer)}]
+        docs = [d async for d in await self._lists.aggregate(pipeline)]
+        doc = docs[0] if docs else None
         return _shared_list(doc) if doc is not None else None
 
     async def tick(self, list_id: str, item_id: str, at: datetime) -> ListItem | None:

@@ -9,6 +9,7 @@ always-in-context cache watches.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,7 @@ from integrations.mongo.codec import (
 )
 from integrations.mongo.turn_reads import memory_snapshot, visible_partition_records
 from integrations.mongo.upsert import upsert, upsert_returning
+from integrations.mongo.visible_reads import visible_documents
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, PARTITIONS, REFLECTIONS
 from memory.models import (
     Clarification,
@@ -39,6 +41,14 @@ from memory.models import (
 from memory.privacy import and_visible
 
 Document = dict[str, Any]
+
+
+def _scopes(session_id: str | None) -> list[Document]:
+    """The always-in-context scopes: circle and user, and ``session_id``'s session."""
+    scopes: list[Document] = [{"scope": {"$in": ["circle", "user"]}}]
+    if session_id:
+        scopes.append({"scope": "session", "session_id": session_id})
+    return scopes
 
 
 class MongoNotes:
@@ -123,12 +133,9 @@ class MongoNotes:
     ) -> list[Reflection]:
         """Unabsorbed reflections for the always-in-context block: circle and user scopes,
         and session scope only for the thread's current session."""
-        scopes: list[Document] = [{"scope": {"$in": ["circle", "user"]}}]
-        if session_id:
-            scopes.append({"scope": "session", "session_id": session_id})
-        query = and_visible(viewer, {"absorbed": False, "$or": scopes})
-        cursor = self._reflections.find(query).sort("created_at", 1)
-        return [reflection_from_doc(d) async for d in cursor]
+        query = {"absorbed": False, "$or": _scopes(session_id)}
+        found = await visible_documents(self._reflections, viewer, query, sort=[("created_at", 1)])
+        return [reflection_from_doc(d) for d in found]
 
     # --- consolidated blobs -------------------------------------------------------
 
@@ -162,11 +169,9 @@ class MongoNotes:
         return consolidated_from_doc(saved)
 
     async def visible_blobs(self, viewer: Viewer, *, session_id: str | None) -> list[Consolidated]:
-        scopes: list[Document] = [{"scope": {"$in": ["circle", "user"]}}]
-        if session_id:
-            scopes.append({"scope": "session", "session_id": session_id})
-        cursor = self._consolidated.find(and_visible(viewer, {"$or": scopes}))
-        return [consolidated_from_doc(d) async for d in cursor]
+        query = {"$or": _scopes(session_id)}
+        docs = await visible_documents(self._consolidated, viewer, query)
+        return [consolidated_from_doc(d) for d in docs]
 
     # --- clarifications -------------------------------------------------------------
 
@@ -185,8 +190,7 @@ class MongoNotes:
             waiting = [d for d in parts[CLARIFICATIONS] if d.get("status") == "pending"]
             first = min(waiting, key=lambda d: d["created_at"], default=None)
             return clarification_from_doc(first) if first else None
-        query = and_visible(viewer, {"user_id": viewer.user_id, "status": "pending"})
-        doc = await self._clarifications.find_one(query, sort=[("created_at", 1)])
+        doc = await self._first_clarification(viewer, "pending", oldest=True)
         return clarification_from_doc(doc) if doc else None
 
     async def asked_clarification(self, viewer: Viewer) -> Clarification | None:
@@ -196,9 +200,23 @@ class MongoNotes:
             asked = [d for d in parts[CLARIFICATIONS] if d.get("status") == "asked"]
             last = max(asked, key=lambda d: d["created_at"], default=None)
             return clarification_from_doc(last) if last else None
-        query = and_visible(viewer, {"user_id": viewer.user_id, "status": "asked"})
-        doc = await self._clarifications.find_one(query, sort=[("created_at", -1)])
+        doc = await self._first_clarification(viewer, "asked", oldest=False)
         return clarification_from_doc(doc) if doc else None
+
+    async def _first_clarification(
+        self, viewer: Viewer, status: str, *, oldest: bool
+    ) -> Document | None:
+        """The person's oldest or newest question in ``status`` that ``viewer`` may see:
+        their questions first (the ``by_user_status`` index), then the privacy filter.
+        In one ``$and`` the embedded server scanned every question."""
+        pipeline: list[Document] = [
+            {"$match": {"user_id": viewer.user_id, "status": status}},
+            {"$match": and_visible(viewer)},
+            {"$sort": {"created_at": 1 if oldest else -1}},
+            {"$limit": 1},
+        ]
+        docs = [d async for d in await self._clarifications.aggregate(pipeline)]
+        return docs[0] if docs else None
 
     async def set_clarification_status(
         self, clarification_id: str, status: str, at: datetime | None = None
@@ -287,11 +305,11 @@ class MongoNotes:
     async def all_visible(self, viewer: Viewer) -> tuple[list[Reflection], list[Consolidated]]:
         """Every note (absorbed ones included, every scope) and summary the viewer may
         see: what a targeted forget looks through."""
-        query = and_visible(viewer)
-        return (
-            [reflection_from_doc(d) async for d in self._reflections.find(query)],
-            [consolidated_from_doc(d) async for d in self._consolidated.find(query)],
+        notes, blobs = await asyncio.gather(
+            visible_documents(self._reflections, viewer),
+            visible_documents(self._consolidated, viewer),
         )
+        return [reflection_from_doc(d) for d in notes], [consolidated_from_doc(d) for d in blobs]
 
     async def rewrite_reflection(self, reflection_id: str, content: str) -> None:
         """Replace a note's text (a forget took sentences out of it)."""
