@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient, monitoring
+from pymongo import monitoring
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
@@ -28,6 +28,7 @@ from integrations.mongo.turn_memo import WriteInvalidation, reply_turn
 from integrations.mongo.turn_reads import HISTORY_PREFETCH, memory_snapshot
 from memory.constants import MESSAGES, THREADS
 from memory.models import Message, Partition, Role
+from tests.helpers.watched_db import own_client
 from tests.helpers.world import group, viewer
 
 START = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
@@ -61,18 +62,8 @@ async def watched(
     """The test's database through a client of its own that records the finds (and
     invalidates turn memos on writes, as Alfred's client does)."""
     finds = Finds()
-    address = await migrated_db.client.address
-    assert address is not None
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        host=address[0],
-        port=address[1],
-        tz_aware=True,
-        event_listeners=[WriteInvalidation(), finds],
-    )
-    try:
-        yield client[migrated_db.name], finds
-    finally:
-        await client.close()
+    async with own_client(migrated_db, WriteInvalidation(), finds) as db:
+        yield db, finds
 
 
 def said(n: int, at: datetime, role: Role = Role.USER, thread: str = THREAD) -> Message:

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient, monitoring
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
@@ -32,6 +31,7 @@ from integrations.mongo.turn_reads import directory_snapshot, memory_snapshot
 from memory.constants import CIRCLES, CLARIFICATIONS, PARTITIONS, THREADS, USERS
 from memory.models import Partition, Viewer
 from memory.privacy import and_visible, is_visible, visibility_branches, visibility_filter
+from tests.helpers.watched_db import Reads, own_client
 from tests.helpers.world import dm, group, viewer
 
 NOW = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -62,32 +62,10 @@ VIEWERS = [
 ]
 
 
-class Aggregates(monitoring.CommandListener):
-    """The ``aggregate`` commands sent while the test reads."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, list[dict[str, Any]]]] = []
-        #: The ``find`` commands, as a one-stage pipeline of their filter.
-        self.finds: list[tuple[Any, list[dict[str, Any]]]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if event.command_name == "aggregate":
-            self.sent.append((event.command["aggregate"], list(event.command["pipeline"])))
-        if event.command_name == "find":
-            match = {"$match": dict(event.command.get("filter", {}))}
-            self.finds.append((event.command["find"], [match]))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        """Only what was asked matters."""
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        """Only what was asked matters."""
-
-
 @pytest.fixture
 async def watched(
     migrated_db: AsyncDatabase[dict[str, Any]],
-) -> AsyncIterator[tuple[AsyncDatabase[dict[str, Any]], Aggregates]]:
+) -> AsyncIterator[tuple[AsyncDatabase[dict[str, Any]], Reads]]:
     """The world, through a client of the test's own that records the aggregates."""
     await migrated_db[PARTITIONS].insert_many(
         [{"_id": p.key(), **p.as_fields(), "version": n + 1} for n, p in enumerate(WORLD)]
@@ -115,19 +93,9 @@ async def watched(
     ):
         await migrated_db[CIRCLES].insert_one({"_id": circle, "member_ids": members, "n": n})
     await directory.archive_circle("old", NOW)
-    aggregates = Aggregates()
-    address = await migrated_db.client.address
-    assert address is not None
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        host=address[0],
-        port=address[1],
-        tz_aware=True,
-        event_listeners=[WriteInvalidation(), aggregates],
-    )
-    try:
-        yield client[migrated_db.name], aggregates
-    finally:
-        await client.close()
+    aggregates = Reads()
+    async with own_client(migrated_db, WriteInvalidation(), aggregates) as db:
+        yield db, aggregates
 
 
 def _stages(pipeline: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -149,7 +117,7 @@ async def _leading_fields(db: AsyncDatabase[dict[str, Any]], coll: str) -> set[s
 
 
 async def test_every_part_of_a_turns_reads_is_fetched_through_an_index(
-    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     db, aggregates = watched
     for who in VIEWERS:
@@ -178,7 +146,7 @@ async def test_every_part_of_a_turns_reads_is_fetched_through_an_index(
 
 
 async def test_in_a_turn_each_part_is_exactly_what_a_plain_read_finds(
-    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     db, _ = watched
     seen = {"partitions": 0, "questions": 0}
@@ -227,7 +195,7 @@ def _visible_keys(who: Viewer) -> set[str]:
 
 
 async def test_alone_the_partition_versions_are_read_by_key_too(
-    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     """Outside a turn (the worker, the bench, a search alone) the version reads of the
     fact and note caches fetch the same records by key, filter inside."""

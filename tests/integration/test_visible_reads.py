@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient, monitoring
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.facts import MongoFactStore
@@ -46,6 +45,7 @@ from memory.models import (
     Visibility,
 )
 from memory.privacy import and_visible, is_visible, visibility_arms, visibility_filter
+from tests.helpers.watched_db import Reads, own_client
 from tests.helpers.world import dm, group, viewer
 
 START = datetime(2026, 5, 4, 8, tzinfo=UTC)
@@ -71,23 +71,6 @@ VIEWERS = [
 ]
 #: A DM's artefact filed under a circle: no write of Alfred's makes one.
 STRAY = {"visibility": "dm", "circle_id": "fam", "owner_user_id": "ann"}
-
-
-class Aggregates(monitoring.CommandListener):
-    """The ``aggregate`` commands sent, with their collection."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, list[dict[str, Any]]]] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if event.command_name == "aggregate":
-            self.sent.append((event.command["aggregate"], list(event.command["pipeline"])))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        """Only what was asked matters."""
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        """Only what was asked matters."""
 
 
 async def _fill(db: AsyncDatabase[dict[str, Any]]) -> None:
@@ -186,18 +169,11 @@ async def _fill(db: AsyncDatabase[dict[str, Any]]) -> None:
 @pytest.fixture
 async def watched(
     migrated_db: AsyncDatabase[dict[str, Any]],
-) -> AsyncIterator[tuple[AsyncDatabase[dict[str, Any]], Aggregates]]:
+) -> AsyncIterator[tuple[AsyncDatabase[dict[str, Any]], Reads]]:
     await _fill(migrated_db)
-    aggregates = Aggregates()
-    address = await migrated_db.client.address
-    assert address is not None
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        host=address[0], port=address[1], tz_aware=True, event_listeners=[aggregates]
-    )
-    try:
-        yield client[migrated_db.name], aggregates
-    finally:
-        await client.close()
+    aggregates = Reads()
+    async with own_client(migrated_db, aggregates) as db:
+        yield db, aggregates
 
 
 def _scopes(session_id: str | None) -> dict[str, Any]:
@@ -212,7 +188,7 @@ async def _ids(db: AsyncDatabase[dict[str, Any]], coll: str, query: dict[str, An
 
 
 async def test_each_read_returns_exactly_what_the_filter_selects(
-    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     db, _ = watched
     notes, lists = MongoNotes(db), MongoListStore(db)
@@ -283,7 +259,7 @@ async def test_each_read_returns_exactly_what_the_filter_selects(
 
 
 async def test_each_read_examines_only_the_viewers_circles(
-    watched: tuple[AsyncDatabase[dict[str, Any]], Aggregates],
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     db, aggregates = watched
     notes, lists = MongoNotes(db), MongoListStore(db)
