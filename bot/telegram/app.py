@@ -95,7 +95,7 @@ def build_application(
     membership = MembershipHandlers(assistant, spool, watch)
     dedup = UpdateDeduplicator()
     if spool is not None:
-        spool.on_add = dedup.forget
+        spool.on_add.append(dedup.forget)
     application.add_handler(TypeHandler(Update, dedup.gate), group=-1)
     application.add_handler(
         ChatMemberHandler(membership.bot_membership, ChatMemberHandler.MY_CHAT_MEMBER)

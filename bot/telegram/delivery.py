@@ -1,7 +1,7 @@
 """Each update handled once, and none lost: redelivered updates are dropped by
-``update_id``; an update that fails because a dependency is down (or arrives while it is
-known to be down) is written to a spool file and replayed once the dependency is back,
-or at the next start."""
+``update_id``; an update that fails (or arrives while a dependency is known to be down)
+is written to a spool file and replayed once the dependency is back, after a short wait
+if no outage was seen (:mod:`bot.telegram.spool_retry`), and at the next start."""
 
 from __future__ import annotations
 
@@ -53,16 +53,27 @@ class Spool:
         #: Updates put back in the queue by a replay: their person was told already, so
         #: a second failure is spooled again without a second apology.
         self.replaying: set[int] = set()
-        #: Called with each spooled update's id (the deduplicator's ``forget``), so its
-        #: replay in this process is not dropped as a redelivery.
-        self.on_add: Callable[[int], None] | None = None
+        #: Called with each spooled update's id: the deduplicator's ``forget`` (so its
+        #: replay in this process is not dropped as a redelivery) and the retry's nudge.
+        self.on_add: list[Callable[[int], None]] = []
+        #: How many times a retry (not an outage's end, not a start) replayed each update
+        #: that is in the file: the retry gives up on one after a few, which the next
+        #: outage's end or start still replays.
+        self.retries: dict[int, int] = {}
 
     def add(self, update: Update) -> None:
+        self._append([update.to_dict()])
+        for listener in self.on_add:
+            listener(update.update_id)
+
+    def pending(self) -> bool:
+        """Whether anything waits in the spool."""
+        return self.path.exists()
+
+    def _append(self, updates: list[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(update.to_dict()) + "\n")
-        if self.on_add is not None:
-            self.on_add(update.update_id)
+            f.writelines(json.dumps(data) + "\n" for data in updates)
 
     def replayed(self, update_id: int) -> bool:
         """Whether this update comes from a replay (asked once, when it is handled)."""
@@ -84,3 +95,21 @@ class Spool:
                 if line.strip():
                     log.warning("dropped an unreadable spool line (%d characters)", len(line))
         return taken
+
+    def take_for_retry(self, most_tries: int) -> list[dict[str, Any]]:
+        """The spooled updates a retry may replay (each counted as tried once more); those
+        tried ``most_tries`` times stay in the file."""
+        due, kept, tries = [], [], {}
+        for data in self.take():
+            update_id = data.get("update_id") if isinstance(data, dict) else None
+            tried = self.retries.get(update_id, 0) if isinstance(update_id, int) else 0
+            if tried >= most_tries:
+                kept.append(data)
+            else:
+                due.append(data)
+            if isinstance(update_id, int):
+                tries[update_id] = min(tried + 1, most_tries)
+        self.retries = tries  # only what is spooled now: a handled update leaves the count
+        if kept:
+            self._append(kept)
+        return due

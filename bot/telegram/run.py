@@ -9,7 +9,8 @@ cleanly on SIGINT/SIGTERM, letting go of the embedded servers last.
 While it runs, a :class:`DependencyWatch` pings the database: while it is down, messages
 are spooled and answered at once, and the spool is replayed as soon as it answers again
 (the embedded server's supervisor restarts a dead server within seconds; the driver
-reconnects by itself).
+reconnects by itself). A message that failed while every ping succeeded is retried
+shortly after (:mod:`bot.telegram.spool_retry`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from telegram.error import InvalidToken, NetworkError
 from bot.telegram.app import build_application
 from bot.telegram.delivery import Spool
 from bot.telegram.handlers.messages import DATABASE
+from bot.telegram.spool_retry import SpoolRetry, replay_spool
 from bot.telegram.webhook import make_web_app, webhook_path
 from jobs.config import queue_name
 from memory.errors import ConfigurationError, Unavailable
@@ -86,6 +88,7 @@ async def _serve(settings: Settings, token: str, stop: asyncio.Event) -> None:
     services = await build_services(settings)
     background: Any = None
     health: Any = None
+    retry: SpoolRetry | None = None
     watch = DependencyWatch({DATABASE: lambda: services.mongo.client.admin.command("ping")})
     try:
         await migrate(
@@ -142,17 +145,23 @@ async def _serve(settings: Settings, token: str, stop: asyncio.Event) -> None:
             concurrency=settings.update_concurrency,
             watch=watch,
         )
+        retry = SpoolRetry(
+            spool,
+            lambda: replay_spool(application, spool, retry=True),
+            lambda: watch.is_down(DATABASE),
+        )
         await _connect(application, settings)
         async with application:
             assistant.bot_username = (application.bot.username or "alfred").lower()
             await application.start()
-            await _replay_spool(application, spool)
+            await replay_spool(application, spool)
 
             async def replay_after(name: str) -> None:
-                await _replay_spool(application, spool)
+                await replay_spool(application, spool)
 
             watch.on_recovery(replay_after)
             watch.start()
+            retry.start()
             from integrations.google.oauth_http import serve_oauth_redirect
             from runtime.calendar import oauth_routes, telegram_notifier
 
@@ -187,9 +196,12 @@ async def _serve(settings: Settings, token: str, stop: asyncio.Event) -> None:
                     if oauth is not None:
                         await oauth.cleanup()
             await watch.aclose()  # no replay into a queue that is about to stop
+            await retry.aclose()
             await application.stop()
     finally:
         await watch.aclose()
+        if retry is not None:
+            await retry.aclose()
         if health is not None:
             await health.cleanup()
         if background is not None:
@@ -232,24 +244,6 @@ def webhook_secret(settings: Settings) -> str:
         )
     token = settings.telegram_bot_token.get_secret_value().encode()
     return hmac.new(token, b"alfred webhook secret", hashlib.sha256).hexdigest()
-
-
-async def _replay_spool(application: Any, spool: Spool) -> None:
-    """Updates spooled while a dependency was down get another try, at start-up and when
-    the dependency is back (one that fails again is spooled again, without a second
-    apology)."""
-    replayed = 0
-    for data in spool.take():
-        try:
-            update = Update.de_json(data, application.bot)
-        except (TypeError, KeyError, AttributeError, ValueError):
-            log.warning("dropped a spooled update PTB cannot read")
-            continue
-        spool.replaying.add(update.update_id)
-        await application.update_queue.put(update)
-        replayed += 1
-    if replayed:
-        log.info("replaying %d spooled update(s)", replayed)
 
 
 async def _serve_webhook(

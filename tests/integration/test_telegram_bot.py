@@ -41,6 +41,7 @@ from bot.bench.fake_openai import (
     json_task_handler,
     server_error,
 )
+from bot.telegram import spool_retry
 from bot.telegram.handlers.messages import MEMORY_RESTARTING, NON_TEXT_REPLY
 from bot.telegram.run import run_bot
 from integrations.mongo.connection import MongoHandle
@@ -691,9 +692,14 @@ async def test_database_down_apologises_spools_and_replays(
 ) -> None:
     from integrations.mongo.journal import MongoJournal
 
+    journal_append = MongoJournal.append
+
     async def down(self: MongoJournal, message: Any) -> bool:
         raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
 
+    # What is checked is the spool's file and the replay at the next start: the retry
+    # that would replay it in this bot after a second is held off (its own test is below).
+    monkeypatch.setattr(spool_retry, "FIRST_WAIT", 3600.0)
     async with FakeTelegram(bot_username="alfred") as tg:
         ann = tg.user("Ann", username="ann")
         dm = tg.private_chat(ann)
@@ -712,7 +718,7 @@ async def test_database_down_apologises_spools_and_replays(
             assert spooled[0]["message"]["chat"]["id"] == dm["id"]
             assert spooled[1]["message"]["chat"]["id"] == family["id"]
             # the database is back: the bot never stopped
-            monkeypatch.undo()
+            monkeypatch.setattr(MongoJournal, "append", journal_append)
             sent = await bot.say(tg.text_message(dm, ann, "remember that I like my coffee black"))
             assert _texts(sent) == [GOT_IT]
             assert await bot.message_doc(dm, _message_id(lost)) is None
@@ -741,34 +747,50 @@ async def test_database_down_apologises_spools_and_replays(
             assert "spare key" in recall["text"]
 
 
-async def test_a_message_that_failed_after_its_journal_entry_is_answered_by_the_replay(
+async def test_a_message_that_failed_after_its_journal_entry_is_answered_by_the_retry(
     bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The database fails after the message was journaled but before its memory was
-    stored: the replay must still store and answer it (the journal entry already there
-    does not mean it was handled)."""
+    stored, while every ping of the watch succeeds (an outage shorter than a ping): no
+    outage ends to replay the spool, so the retry does, in the same bot, and stores and
+    answers it (the journal entry already there does not mean it was handled). Its
+    person was told "I've kept your message": that must come true without a restart."""
     from integrations.mongo.facts import MongoFactStore
 
-    async def down(self: MongoFactStore, *args: Any) -> Any:
-        raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+    add, add_bulk = MongoFactStore.add, MongoFactStore.add_bulk
+    failures = {"left": 2}  # the first try and the first retry fail
+
+    def flaky(real: Callable[..., Any]) -> Callable[..., Any]:
+        async def call(self: MongoFactStore, *args: Any) -> Any:
+            if failures["left"] > 0:
+                failures["left"] -= 1
+                raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+            return await real(self, *args)
+
+        return call
 
     async with FakeTelegram(bot_username="alfred") as tg:
         ann = tg.user("Ann", username="ann")
         dm = tg.private_chat(ann)
         said = tg.text_message(dm, ann, "remember that the bikes are kept in the blue shed")
         async with bot_env(tg) as bot:
-            monkeypatch.setattr(MongoFactStore, "add", down)
-            monkeypatch.setattr(MongoFactStore, "add_bulk", down)
+            monkeypatch.setattr(MongoFactStore, "add", flaky(add))
+            monkeypatch.setattr(MongoFactStore, "add_bulk", flaky(add_bulk))
             assert _texts(await bot.say(said)) == [MEMORY_RESTARTING]
-            monkeypatch.undo()
             assert await bot.message_doc(dm, _message_id(said)) is not None  # journaled
-        before = len(tg.sent_messages)
-        async with bot_env(tg) as bot:  # the next start replays the spool
+            await tg.wait_until(
+                lambda: GOT_IT in [m["text"] for m in tg.sent_messages if m["chat_id"] == dm["id"]],
+                timeout=REPLY_TIMEOUT,
+                what="the retried message's answer",
+            )
             await bot.sync()
-            answers = [m["text"] for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]
-            assert answers == [GOT_IT]
+            answers = [m["text"] for m in tg.sent_messages if m["chat_id"] == dm["id"]]
+            assert answers == [MEMORY_RESTARTING, GOT_IT]  # one apology, one answer
+            assert failures["left"] == 0
             facts = await bot.db[FACTS].count_documents({"content": {"$regex": "blue shed"}})
             assert facts == 1
+            assert not await asyncio.to_thread(spool_file.exists)
+            bot.check_alive()
 
 
 async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replayed(
@@ -790,6 +812,7 @@ async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replay
             assert await bot.say(tg.new_chat_members(family, ben, [ben])) == []
             circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
             assert circle is not None and str(ben["id"]) in circle["member_ids"]
+            monkeypatch.setattr(spool_retry, "FIRST_WAIT", 3600.0)  # the start replays it
             monkeypatch.setattr(MongoDirectory, "upsert_circle", down)
             assert await bot.say(tg.left_chat_member(family, ben, ben)) == []
             monkeypatch.undo()
@@ -800,6 +823,32 @@ async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replay
             await bot.sync()
             circle = await bot.db["circles"].find_one({"_id": str(family["id"])})
             assert circle is not None and str(ben["id"]) not in circle["member_ids"]
+            assert not await asyncio.to_thread(spool_file.exists)
+
+            # A leave that fails while the database answers is applied by the retry, in
+            # the same bot: Ann leaves, her write fails once.
+            upsert = MongoDirectory.upsert_circle
+            failures = {"left": 1}
+
+            async def once(self: MongoDirectory, *args: Any) -> Any:
+                if failures["left"] > 0:
+                    failures["left"] -= 1
+                    raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
+                return await upsert(self, *args)
+
+            monkeypatch.setattr(MongoDirectory, "upsert_circle", once)
+            assert await bot.say(tg.left_chat_member(family, ann, ann)) == []
+            assert failures["left"] == 0
+
+            async def ann_gone() -> bool:
+                found = await bot.db["circles"].find_one({"_id": str(family["id"])})
+                return found is not None and str(ann["id"]) not in found["member_ids"]
+
+            for _ in range(int(REPLY_TIMEOUT / 0.1)):
+                if await ann_gone():
+                    break
+                await asyncio.sleep(0.1)
+            assert await ann_gone()
             assert not await asyncio.to_thread(spool_file.exists)
 
 

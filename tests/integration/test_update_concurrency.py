@@ -19,6 +19,7 @@ from pymongo.errors import ServerSelectionTimeoutError
 
 from bot.bench.bot import _chat_or_task
 from bot.bench.fake_openai import FakeOpenAI, RecordedRequest, text_task_handler
+from bot.telegram import spool_retry
 from bot.telegram.handlers.messages import MEMORY_RESTARTING
 from tests.helpers.fake_telegram import FakeTelegram
 from tests.integration import test_telegram_bot as harness
@@ -112,6 +113,9 @@ async def test_the_spool_under_concurrency(
         dms = [tg.private_chat(p) for p in people]
         family = tg.group_chat(title="Family", members=people)
         pushed = []
+        # The spool's file is read while the bot runs: the retry that would replay it
+        # after a second is held off (the start-up replay is what is checked here).
+        monkeypatch.setattr(spool_retry, "FIRST_WAIT", 3600.0)
         async with bot_env(tg, update_concurrency=8) as bot:
             monkeypatch.setattr(MongoJournal, "append", down)
             for k in range(3):
