@@ -16,6 +16,13 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def derived_id(*parts: str) -> str:
+    """An id that the same ``parts`` always give (32 hex characters, like :func:`new_id`):
+    what a message creates is named after the message, so its replay finds it again
+    instead of creating it twice."""
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
 def normalise_content(text: str) -> str:
     """Content reduced for duplicate detection: NFKC, lower case, single spaces, no edge
     punctuation. "Alice likes tea." and "alice likes  tea" are the same fact."""

@@ -77,6 +77,9 @@ class ListItem(BaseModel):
     key: str
     added_by: str | None = None
     added_at: datetime
+    #: The message that added it ("chat:message"): its replay (a first try that added
+    #: the item and then failed) tells it was added, not that it was "already on it".
+    source: str | None = None
 
 
 class SharedList(BaseModel):

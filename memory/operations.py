@@ -205,17 +205,25 @@ class MemoryOperations:
         stored = await self.writer.add_many(items, pinned=True)
         await self.facts.set_pinned([f.id for f, _ in stored if not f.pinned], True)
         new = [f for f, created in stored if created]
-        for fact in new:
-            if self.mirror is not None:
+        # Found, not created, yet stored from this very message: its first try stored it
+        # and then failed (the database went away before the turn was done), and this is
+        # the replay. To the person it is what they asked for now, not something "already
+        # known", and it gets the steps the failed try may not have reached.
+        again = [
+            f for f, created in stored if not created and message_id in f.provenance.message_ids
+        ]
+        for fact in [*new, *again]:
+            if self.mirror is not None and fact.mem0_id is None:
                 await self.mirror.mirror(fact)
+        fresh = [*new, *again]
         replaced = await self.supersede(
-            new, reason="replaced by the person", budget=self._left_of_budget(started)
+            fresh, reason="replaced by the person", budget=self._left_of_budget(started)
         )
         if replaced:
             was = "; ".join(f.content for f in replaced)
-            text = f"Got it — I've updated it: {new[0].content} (before: {was})."
+            text = f"Got it — I've updated it: {fresh[0].content} (before: {was})."
         else:
-            text = CONFIRM_REMEMBER if new or not stored else ALREADY_KNEW
+            text = CONFIRM_REMEMBER if fresh or not stored else ALREADY_KNEW
         return OperationResult(text=text, facts=[f for f, _ in stored])
 
     async def supersede(

@@ -82,7 +82,10 @@ class Reminder(BaseModel):
 class ReminderStore(Protocol):
     """Where reminders live (MongoDB): the record of truth the queue is rebuilt from."""
 
-    async def insert(self, reminder: Reminder) -> None: ...
+    async def insert(self, reminder: Reminder) -> bool:
+        """Store ``reminder``; False when one of its id is stored already (the replay of
+        the message that created it)."""
+        ...
 
     async def get(self, reminder_id: str) -> Reminder | None: ...
 

@@ -65,6 +65,8 @@ class ReminderToolbox:
     reminders: Reminders
     viewer: Viewer
     chat_id: int
+    #: The message being answered ("chat:message"): what it sets is named after it.
+    source: str | None = None
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -86,4 +88,4 @@ class ReminderToolbox:
             return "error: create_reminder needs 'task' and 'when'"
         who = str(args.get("who") or "me").strip().lower()[:60] or "me"
         intent = SetReminder(who="us" if who == "everyone" else who, task=task, when=when)
-        return await self.reminders.create(self.viewer, self.chat_id, intent)
+        return await self.reminders.create(self.viewer, self.chat_id, intent, source=self.source)

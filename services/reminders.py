@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from memory.ids import new_id
+from memory.ids import derived_id, new_id
 from memory.models import Partition, ThreadKind, User, Viewer
 from memory.ports import Clock
 from memory.privacy import and_visible, is_visible
@@ -105,10 +105,13 @@ class Reminders:
         chat_id: int,
         intent: ReminderIntent,
         reply_to_message_id: int | None = None,
+        *,
+        source: str | None = None,
     ) -> str:
-        """Alfred's answer to one reminder request."""
+        """Alfred's answer to one reminder request; ``source`` names the message that
+        asked (see :meth:`create`)."""
         if isinstance(intent, SetReminder):
-            return await self.create(viewer, chat_id, intent)
+            return await self.create(viewer, chat_id, intent, source=source)
         if isinstance(intent, ListReminders):
             return await self.listing(viewer)
         if isinstance(intent, CancelReminder):
@@ -119,7 +122,12 @@ class Reminders:
             return await self.snooze(viewer, chat_id, reply_to_message_id, intent.minutes)
         raise TypeError(intent)
 
-    async def create(self, viewer: Viewer, chat_id: int, intent: SetReminder) -> str:
+    async def create(
+        self, viewer: Viewer, chat_id: int, intent: SetReminder, *, source: str | None = None
+    ) -> str:
+        """Set a reminder. One asked for by a message (``source``, its "chat:message")
+        is named after it: the replay of a message whose first try set it and then failed
+        finds it, rather than setting it twice (nobody wants two reminders of one ask)."""
         thread, now = viewer.thread, self._now()
         if not intent.when:
             whom = {"me": "you", "us": "everyone"}.get(intent.who, intent.who.capitalize())
@@ -164,8 +172,13 @@ class Reminders:
         when = parse_when(intent.when, now, zone)
         if when is None or when.due <= now - LATE_AFTER:
             return NOT_UNDERSTOOD
+        reminder_id = (
+            derived_id("reminder", source, intent.who, intent.task, intent.when)
+            if source is not None
+            else new_id()
+        )
         reminder = Reminder(
-            id=new_id(),
+            id=reminder_id,
             text=intent.task,
             partition=partition,
             creator_id=viewer.user_id,
@@ -178,14 +191,19 @@ class Reminders:
             next_due=when.due,
             created_at=now,
         )
-        await self.store.insert(reminder)  # the record first: the queue can be rebuilt
-        await self._schedule(reminder.id, reminder.next_due)
+        # The record first: the queue can be rebuilt from it (the sweep queues what a
+        # failed try stored and never scheduled).
+        due, rule = when.due, when.rule
+        if await self.store.insert(reminder):
+            await self._schedule(reminder.id, reminder.next_due)
+        elif (kept := await self.store.get(reminder.id)) is not None:
+            due, rule = kept.start, kept.rule  # "in ten minutes" counts from the first try
         whom = await self._whom(viewer, for_user)
-        if when.rule:
-            first = spoken(when.due, zone, now)
-            said = f"{spoken_rule(when.rule, when.due, zone)} (first {first})"
+        if rule:
+            first = spoken(due, zone, now)
+            said = f"{spoken_rule(rule, due, zone)} (first {first})"
         else:
-            said = spoken(when.due, zone, now)
+            said = spoken(due, zone, now)
         confirmed = f"I'll remind {whom} {said}: {intent.task}."
         return f"{confirmed} {note}" if note else confirmed
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
 
 from memory.reminders import Delivery, Reminder, ReminderState
 
@@ -27,8 +28,12 @@ class MongoReminders:
     def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
         self.col = db[REMINDERS]
 
-    async def insert(self, reminder: Reminder) -> None:
-        await self.col.insert_one(reminder.to_doc())
+    async def insert(self, reminder: Reminder) -> bool:
+        try:
+            await self.col.insert_one(reminder.to_doc())
+        except DuplicateKeyError:
+            return False
+        return True
 
     async def get(self, reminder_id: str) -> Reminder | None:
         doc = await self.col.find_one({"_id": reminder_id})

@@ -323,7 +323,9 @@ class Assistant:
         intent = detect_list_intent(inc.text)
         if intent is None:
             return None
-        answer = await self.lists.answer(intent, thread, viewer, quiet=quiet)
+        answer = await self.lists.answer(
+            intent, thread, viewer, quiet=quiet, source=f"{inc.chat_id}:{inc.message_id}"
+        )
         if answer is None:
             return None
         if quiet:
@@ -444,7 +446,11 @@ class Assistant:
         if reminder is not None and self.d.reminders is not None:
             # A reminder is not a memory: handled here, so formation never reads it.
             text = await self.d.reminders.handle(
-                viewer, inc.chat_id, reminder, inc.reply_to_bot_message_id
+                viewer,
+                inc.chat_id,
+                reminder,
+                inc.reply_to_bot_message_id,
+                source=f"{inc.chat_id}:{inc.message_id}",
             )
             return say(text, journal_text="[about reminders]")
         if isinstance(intent, ForgetAllIntent):

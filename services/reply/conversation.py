@@ -184,8 +184,11 @@ class Conversation:
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
         lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
+        source = f"{inc.chat_id}:{inc.message_id}"
         reminding = (
-            ReminderToolbox(d.reminders, viewer, inc.chat_id) if d.reminders is not None else None
+            ReminderToolbox(d.reminders, viewer, inc.chat_id, source)
+            if d.reminders is not None
+            else None
         )
         tools = [
             *([SEARCH_MEMORY] if reading else []),

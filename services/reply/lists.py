@@ -112,6 +112,17 @@ def _join(words: Sequence[str]) -> str:
     return f"{', '.join(words[:-1])} and {words[-1]}"
 
 
+def _once_each(texts: Sequence[str]) -> list[str]:
+    """``texts`` without a second one of the same item ("milk and Milk": milk)."""
+    seen: set[str] = set()
+    out = []
+    for text in texts:
+        if item_key(text) not in seen:
+            seen.add(item_key(text))
+            out.append(text)
+    return out
+
+
 class Lists:
     """List requests for one reply: reads and changes through the :class:`ListStore`."""
 
@@ -132,9 +143,16 @@ class Lists:
         return answer.text if answer is not None else None
 
     async def answer(
-        self, intent: ListIntent, thread: Thread, viewer: Viewer, *, quiet: bool = False
+        self,
+        intent: ListIntent,
+        thread: Thread,
+        viewer: Viewer,
+        *,
+        quiet: bool = False,
+        source: str | None = None,
     ) -> ListAnswer | None:
-        """As :meth:`handle`, with the list of this thread the answer shows."""
+        """As :meth:`handle`, with the list of this thread the answer shows; ``source``
+        names the message that asked (items it adds carry it)."""
         if quiet and intent.action not in ("add", "remove"):
             return None
         visible = await self._visible(viewer)
@@ -143,7 +161,7 @@ class Lists:
         if intent.action == "lists":
             return ListAnswer(self._overview(visible, own, thread))
         if intent.action == "add":
-            return await self._add(intent, thread, viewer, visible, own)
+            return await self._add(intent, thread, viewer, visible, own, source)
         if intent.action == "remove":
             return await self._remove(intent, visible, own)
         named = self._named(intent.name, own) if intent.name else (own[0] if own else None)
@@ -204,6 +222,7 @@ class Lists:
         viewer: Viewer,
         visible: Sequence[SharedList],
         own: Sequence[SharedList],
+        source: str | None = None,
     ) -> ListAnswer | None:
         now = self.clock.now()
         target: SharedList | None
@@ -234,6 +253,8 @@ class Lists:
             if target is None:
                 return ListAnswer(WHICH_LIST)
         have = {i.key for i in target.items}
+        # Added by this very message on a try that failed before its turn was done.
+        again = {i.key for i in target.items if source is not None and i.source == source}
         fresh: list[ListItem] = []
         for text in intent.items:
             key = item_key(text)
@@ -246,13 +267,16 @@ class Lists:
                         key=key,
                         added_by=viewer.user_id,
                         added_at=now,
+                        source=source,
                     )
                 )
         await self.store.add_items(target.id, fresh, now)
         target.items.extend(fresh)
-        there = [t for t in intent.items if item_key(t) not in {i.key for i in fresh}]
-        head = f"Added {_join([i.text for i in fresh])} to the {target.label().lower()}."
-        if not fresh:
+        added_keys = {i.key for i in fresh} | again
+        added = _once_each([t for t in intent.items if item_key(t) in added_keys])
+        there = [t for t in intent.items if item_key(t) not in added_keys]
+        head = f"Added {_join(added)} to the {target.label().lower()}."
+        if not added:
             head = f"{_join(there)} {'is' if len(there) == 1 else 'are'} already on it."
         elif there:
             head += f" ({_join(there)} {'was' if len(there) == 1 else 'were'} already on it.)"

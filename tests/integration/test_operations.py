@@ -271,6 +271,26 @@ async def test_remember_in_a_dm_stays_in_the_dm_even_for_we(world: World) -> Non
     assert await w.facts.list_visible(bob_group) == []
 
 
+async def test_a_replayed_remember_confirms_what_its_failed_first_try_stored(
+    world: World,
+) -> None:
+    """The first try stored the fact, then failed before its turn was done (the database
+    went away): the replay of the same message finds the fact it stored. The person
+    asked once and was told "kept, will answer": the answer is "Got it", not "I already
+    knew that"; the same words in a new message are "already known" as before."""
+    w = world
+    said = "remember that the boat key hangs by the back door"
+    message_id = await w.say(w.alice_dm, ALICE, said)
+    intent = detect_intent(said)
+    assert isinstance(intent, RememberIntent)
+    first = await w.ops.remember(w.alice_dm, ALICE, intent.payload, message_id)
+    replay = await w.ops.remember(w.alice_dm, ALICE, intent.payload, message_id)
+    assert first.text == replay.text == CONFIRM_REMEMBER
+    assert [f.id for f in replay.facts] == [f.id for f in first.facts]
+    assert len(await w.facts.all_for_audit()) == 1
+    assert (await w.remember(w.alice_dm, ALICE, said)).text == ALREADY_KNEW
+
+
 async def test_remember_in_the_group_is_the_members_or_the_circles(world: World) -> None:
     w = world
     mine = await w.remember(w.group, ALICE, "remember that I love Thai food")

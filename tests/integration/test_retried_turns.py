@@ -1,0 +1,83 @@
+"""A message whose turn failed at its very end is answered by the retry as if it were
+the first time, and does nothing twice.
+
+The failure comes after the turn did its work (the fact stored, the item added, the
+reminder set) and before it was marked handled: a database connection cut by a restart
+does that. The person was told "I've kept your message"; the retry replays the message
+in the same bot, and what it says must be what the first try would have said ("Got it",
+"Added milk"), not "I already knew that" or "milk is already on it", and it must not set
+a second reminder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pymongo.errors import AutoReconnect
+
+from bot.telegram.handlers.messages import MEMORY_RESTARTING
+from memory.constants import FACTS
+from tests.helpers.fake_telegram import FakeTelegram
+from tests.integration import test_telegram_bot as harness
+
+bot_env = harness.bot_env
+handler_errors = harness.handler_errors
+spool_file = harness.spool_file
+
+GOT_IT = "Got it, I'll remember that."
+
+
+async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
+    bot_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from integrations.mongo.journal import MongoJournal
+
+    mark_handled = MongoJournal.mark_handled
+    cut = {"left": 0}
+
+    async def cut_once(self: MongoJournal, *args: Any) -> Any:
+        if cut["left"] > 0:
+            cut["left"] -= 1
+            raise AutoReconnect("127.0.0.1: connection reset by peer (a restart)")
+        return await mark_handled(self, *args)
+
+    monkeypatch.setattr(MongoJournal, "mark_handled", cut_once)
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+
+        async def retried(text: str) -> str:
+            """Say ``text`` with its turn cut at the end; what the retry answered."""
+            cut["left"] = 1
+            before = len(tg.sent_messages)
+            first = await bot.say(tg.text_message(dm, ann, text))
+            assert [m["text"] for m in first] == [MEMORY_RESTARTING]
+            await tg.wait_until(
+                lambda: (
+                    len([m for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]) >= 2
+                ),
+                timeout=harness.REPLY_TIMEOUT,
+                what=f"the retried answer to {text!r}",
+            )
+            await bot.sync()
+            answers = [m["text"] for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]
+            assert len(answers) == 2, answers  # one apology, one answer
+            assert cut["left"] == 0
+            return str(answers[1])
+
+        assert await retried("remember that the ferry leaves at nine") == GOT_IT
+        said = await retried("add milk to the shopping list")
+        assert said.startswith("Added milk to the shopping list."), said
+        said = await retried("remind me to call mum tomorrow at 9")
+        assert said.startswith("I'll remind you tomorrow"), said
+
+        assert await bot.db[FACTS].count_documents({"content": {"$regex": "ferry"}}) == 1
+        (shopping,) = await bot.db["lists"].find({}).to_list()
+        assert [i["text"] for i in shopping["items"]] == ["milk"]
+        assert await bot.db["reminders"].count_documents({"text": "call mum"}) == 1
+
+        # the same words in a new message are what they always were
+        (again,) = await bot.say(tg.text_message(dm, ann, "add milk to the shopping list"))
+        assert again["text"].startswith("milk is already on it."), again["text"]
+        bot.check_alive()
