@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from memory.models import Partition
+from memory.models import Partition, Viewer
 
 
 class ReminderState(StrEnum):
@@ -89,8 +89,9 @@ class ReminderStore(Protocol):
 
     async def get(self, reminder_id: str) -> Reminder | None: ...
 
-    async def visible(self, query: dict[str, Any]) -> list[Reminder]:
-        """Active reminders matching ``query`` (a privacy-filtered query)."""
+    async def visible(self, viewer: Viewer) -> list[Reminder]:
+        """The active reminders ``viewer`` may see, soonest first (the privacy filter in
+        the query)."""
         ...
 
     async def claim(

@@ -8,7 +8,7 @@ a killed worker), so those delay a reminder by at most a minute. A delivery is r
 between Telegram's answer and that record can send one twice.
 
 Everything a person can see or change goes through the privacy rule
-(:func:`memory.privacy.and_visible` in the query, :func:`memory.privacy.is_visible`
+(:func:`memory.privacy.visibility_filter` in the query, :func:`memory.privacy.is_visible`
 again on each result): a DM's reminders in that DM, the group's in the group.
 """
 
@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from memory.ids import derived_id, new_id
 from memory.models import Partition, ThreadKind, User, Viewer
 from memory.ports import Clock
-from memory.privacy import and_visible, is_visible
+from memory.privacy import is_visible
 from memory.reminders import (
     Delivery,
     Mention,
@@ -235,7 +235,7 @@ class Reminders:
             log.warning("reminder %s not queued (the sweep will): %r", reminder_id, exc)
 
     async def _visible(self, viewer: Viewer) -> list[Reminder]:
-        found = await self.store.visible(and_visible(viewer))
+        found = await self.store.visible(viewer)
         return [r for r in found if is_visible(r.partition, viewer)]
 
     async def _describe(self, r: Reminder) -> str:

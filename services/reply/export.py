@@ -56,7 +56,7 @@ from memory.models import (
     Viewer,
     Visibility,
 )
-from memory.privacy import and_visible, is_visible
+from memory.privacy import is_visible
 from memory.reminders import Reminder
 from services.messages import Document, Incoming, Outgoing, PrivateDelivery
 from services.reply.deps import ReplyDeps
@@ -210,7 +210,7 @@ class Exporter:
         checked again)."""
         if self.d.reminders is None:
             return []
-        found = await self.d.reminders.store.visible(and_visible(viewer))
+        found = await self.d.reminders.store.visible(viewer)
         return [r for r in found if is_visible(r.partition, viewer)]
 
     @staticmethod

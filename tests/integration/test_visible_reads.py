@@ -1,5 +1,6 @@
 """The reads of notes, summaries, questions, lists, facts ("what do you remember", the
-status count) and messages (a forget's look back) under the privacy filter are served
+status count), messages (a forget's look back) and reminders (listing, cancel, move,
+export) under the privacy filter are served
 from an index on the embedded server, and return exactly what the filter selects, in
 the order and number asked for.
 
@@ -29,6 +30,7 @@ from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from integrations.mongo.lists import LISTS, MongoListStore
 from integrations.mongo.notes import MongoNotes
+from integrations.mongo.reminders import REMINDERS, MongoReminders
 from memory.constants import CLARIFICATIONS, CONSOLIDATED, FACTS, MESSAGES, REFLECTIONS
 from memory.ids import content_hash
 from memory.lists import SharedList
@@ -45,6 +47,7 @@ from memory.models import (
     Visibility,
 )
 from memory.privacy import and_visible, is_visible, visibility_arms, visibility_filter
+from memory.reminders import Reminder, ReminderState
 from tests.helpers.watched_db import Reads, own_client
 from tests.helpers.world import dm, group, viewer
 
@@ -143,6 +146,23 @@ async def _fill(db: AsyncDatabase[dict[str, Any]]) -> None:
                 )
             )
         await facts.invalidate(f"f{n}-2", at=at)
+        for k, state in enumerate(ReminderState):
+            due = START + timedelta(days=1, hours=k % 3)  # ties in time, ordered by id
+            await MongoReminders(db).insert(
+                Reminder(
+                    id=f"rem{n}-{state}",
+                    text=f"reminder {k} of {n}",
+                    partition=p,
+                    creator_id=p.owner_user_id or "ann",
+                    for_user_id=p.owner_user_id,
+                    thread_id=f"t{n}",
+                    chat_id=n,
+                    start=due,
+                    next_due=due,
+                    state=state,
+                    created_at=at,
+                )
+            )
         at += timedelta(minutes=1)
         await lists.create(
             SharedList(
@@ -162,6 +182,7 @@ async def _fill(db: AsyncDatabase[dict[str, Any]]) -> None:
         (LISTS, {"key": "stray", "title": "stray", "thread_id": "t", "used_at": at}),
         (FACTS, {"content": "stray", "current": True, "created_at": at}),
         (MESSAGES, {"text": "stray", "role": "user", "created_at": at}),
+        (REMINDERS, {"text": "stray", "state": "scheduled", "next_due": START}),
     ):
         await db[coll].insert_one({"_id": f"stray-{coll}", **STRAY, **extra})
 
@@ -251,6 +272,16 @@ async def test_each_read_returns_exactly_what_the_filter_selects(
             .sort([("created_at", -1), ("_id", 1)])
         ]
         assert [m.id for m in await journal.visible(who, limit=4)] == said[:4], who
+        active = {"state": {"$in": ["scheduled", "sending", "sent"]}}
+        due = [
+            str(d["_id"])
+            async for d in db[REMINDERS]
+            .find(and_visible(who, active))
+            .sort([("next_due", 1), ("_id", 1)])
+        ]
+        reminders = await MongoReminders(db).visible(who)
+        assert [r.id for r in reminders] == due, who
+        assert all(is_visible(r.partition, who) for r in reminders)
         assert all(
             is_visible(x.partition, who)
             for x in [*every_note, *every_blob, *await lists.visible(who)]
@@ -277,6 +308,7 @@ async def test_each_read_examines_only_the_viewers_circles(
         await facts.list_visible(who, limit=2)
         await facts.count_visible(who)
         await journal.visible(who, limit=4)
+        await MongoReminders(db).visible(who)
         assert aggregates.sent, who
         for coll, pipeline in list(aggregates.sent):
             by_id = "_id" in pipeline[0]["$match"]  # a list by id: that one document
@@ -290,7 +322,15 @@ async def test_each_read_examines_only_the_viewers_circles(
             assert "COLLSCAN" not in str(plan), (coll, pipeline[0])
             assert docs <= bound, (who, coll, pipeline[0], docs, bound)
             examined[coll] = examined.get(coll, 0) + docs
-    assert set(examined) == {REFLECTIONS, CONSOLIDATED, CLARIFICATIONS, LISTS, FACTS, MESSAGES}
+    assert set(examined) == {
+        REFLECTIONS,
+        CONSOLIDATED,
+        CLARIFICATIONS,
+        LISTS,
+        FACTS,
+        MESSAGES,
+        REMINDERS,
+    }
     assert all(n > 0 for n in examined.values()), examined
 
 
