@@ -31,8 +31,9 @@ from bot.replay.script import (
     DEFAULT_START,
 )
 from bot.telegram.app import build_application
-from bot.telegram.offline_bot_api import OfflineBotAPI, SentMessage
+from bot.telegram.offline_bot_api import FIRST_BOT_MESSAGE_ID, OfflineBotAPI, SentMessage
 from memory.clock import ManualClock
+from memory.constants import MESSAGES
 from memory.errors import NotFound
 from memory.models import Thread, Viewer
 from runtime.bundle import Services
@@ -127,6 +128,22 @@ class Replay:
 
     async def start(self) -> None:
         await self.app.initialize()
+        # A kept data folder (``--data-dir``) holds earlier sessions' messages: number
+        # after them. Starting at 1 again made each message of a second session look like
+        # a redelivery of the first session's message of that number, which the journal
+        # drops unanswered (and what a message creates is named after it).
+        self._message_ids = itertools.count(await self._last_message_id() + 1)
+
+    async def _last_message_id(self) -> int:
+        people = {"telegram_message_id": {"$ne": None, "$lt": FIRST_BOT_MESSAGE_ID}}
+        cursor = (
+            self.services.mongo.db[MESSAGES]
+            .find(people, {"telegram_message_id": 1})
+            .sort("telegram_message_id", -1)
+            .limit(1)
+        )
+        last = [int(d["telegram_message_id"]) async for d in cursor]
+        return last[0] if last else 0
 
     async def stop(self) -> None:
         await self.app.shutdown()

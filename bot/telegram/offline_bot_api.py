@@ -22,6 +22,8 @@ from typing import Any
 from telegram.request import BaseRequest, RequestData
 
 BOT_ID = 7_000_000_001
+#: The bot's messages are numbered from here, the people's below it.
+FIRST_BOT_MESSAGE_ID = 1_000_000
 
 
 @dataclass
@@ -84,7 +86,9 @@ class OfflineBotAPI(BaseRequest):
     edits: list[SentMessage] = field(default_factory=list)
     #: Every message the bot sent, by (chat, message id): an edit changes it in place.
     _messages: dict[tuple[int, int], SentMessage] = field(default_factory=dict)
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_000_000))
+    _ids: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(FIRST_BOT_MESSAGE_ID)
+    )
 
     def __post_init__(self) -> None:
         BaseRequest.__init__(self)

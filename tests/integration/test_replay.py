@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,9 +119,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
-def test_cli_runs_a_script(tmp_path: Path) -> None:
-    script = tmp_path / "s.jsonl"
-    script.write_text("\n".join(json.dumps(x) for x in EXAMPLE) + "\n")
+def _replay_cli(tmp_path: Path, script: Path) -> list[dict[str, Any]]:
     result = subprocess.run(
         [sys.executable, "-m", "bot.cli", "replay", str(script), "--data-dir", str(tmp_path / "d")],
         capture_output=True,
@@ -129,8 +128,33 @@ def test_cli_runs_a_script(tmp_path: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr
-    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_cli_runs_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "s.jsonl"
+    script.write_text("\n".join(json.dumps(x) for x in EXAMPLE) + "\n")
+    objects = _replay_cli(tmp_path, script)
     assert [next(iter(o)) for o in objects] == ["reply", "reply", "probe", "probe"]
+
+    # A second session on the kept folder is answered (its messages are numbered after
+    # the first's, not taken for redeliveries of them) and remembers the first.
+    later = tmp_path / "later.jsonl"
+    later.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in (
+                {"circle": "fam", "members": ["alice", "bob"]},
+                say("alice", "dm:alice", "remember that the ferry leaves at nine"),
+                say("alice", "dm:alice", "what do you remember about me?"),
+            )
+        )
+        + "\n"
+    )
+    texts = [o["reply"]["text"] for o in _replay_cli(tmp_path, later) if "reply" in o]
+    assert len(texts) == 2, texts
+    assert texts[0] == "Got it, I'll remember that."
+    assert "ferry" in texts[1] and "surprise party" in texts[1], texts[1]
 
 
 async def test_forget_everything_needs_the_confirmation_and_only_the_next_message(
