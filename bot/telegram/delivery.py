@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -83,24 +84,16 @@ class Spool:
         return False
 
     def take(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        self.path.unlink()
-        taken = []
-        for line in lines:
-            try:
-                taken.append(json.loads(line))
-            except ValueError:  # e.g. a line cut short by a crash while writing it
-                if line.strip():
-                    log.warning("dropped an unreadable spool line (%d characters)", len(line))
+        taken = self._read()
+        self.path.unlink(missing_ok=True)
         return taken
 
     def take_for_retry(self, most_tries: int) -> list[dict[str, Any]]:
         """The spooled updates a retry may replay (each counted as tried once more); those
-        tried ``most_tries`` times stay in the file."""
+        tried ``most_tries`` times stay in the file, which is replaced whole (a failed
+        write leaves it as it was: nothing is lost)."""
         due, kept, tries = [], [], {}
-        for data in self.take():
+        for data in self._read():
             update_id = data.get("update_id") if isinstance(data, dict) else None
             tried = self.retries.get(update_id, 0) if isinstance(update_id, int) else 0
             if tried >= most_tries:
@@ -109,7 +102,23 @@ class Spool:
                 due.append(data)
             if isinstance(update_id, int):
                 tries[update_id] = min(tried + 1, most_tries)
-        self.retries = tries  # only what is spooled now: a handled update leaves the count
         if kept:
-            self._append(kept)
+            rest = self.path.with_name(self.path.name + ".rest")
+            rest.write_text("".join(json.dumps(d) + "\n" for d in kept), encoding="utf-8")
+            os.replace(rest, self.path)
+        else:
+            self.path.unlink(missing_ok=True)
+        self.retries = tries  # only what is spooled now: a handled update leaves the count
         return due
+
+    def _read(self) -> list[Any]:
+        if not self.path.exists():
+            return []
+        taken = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                taken.append(json.loads(line))
+            except ValueError:  # e.g. a line cut short by a crash while writing it
+                if line.strip():
+                    log.warning("dropped an unreadable spool line (%d characters)", len(line))
+        return taken

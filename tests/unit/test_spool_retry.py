@@ -185,3 +185,17 @@ def test_take_for_retry_counts_only_what_is_spooled(tmp_path: Path) -> None:
     assert spool.take_for_retry(2) == []  # out of tries: kept in the file
     assert [json.loads(line)["update_id"] for line in spool.path.open()] == [2]
     assert spool.retries == {2: 2}
+
+
+def test_a_retry_that_cannot_write_what_it_keeps_loses_nothing(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "updates.jsonl")
+    for update_id in (1, 2):
+        spool.add(_update(update_id))
+    spool.retries = {1: 2}  # 1 is out of tries: it stays, 2 is due
+    (tmp_path / "updates.jsonl.rest").mkdir()  # where the kept ones are written first
+    with pytest.raises(OSError):
+        spool.take_for_retry(2)
+    assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1, 2]
+    (tmp_path / "updates.jsonl.rest").rmdir()
+    assert [d["update_id"] for d in spool.take_for_retry(2)] == [2]
+    assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1]
