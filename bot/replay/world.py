@@ -32,6 +32,7 @@ from bot.replay.script import (
 )
 from bot.telegram.app import build_application
 from bot.telegram.offline_bot_api import FIRST_BOT_MESSAGE_ID, OfflineBotAPI, SentMessage
+from integrations.mongo.reminders import REMINDERS
 from memory.clock import ManualClock
 from memory.constants import MESSAGES
 from memory.errors import NotFound
@@ -133,6 +134,19 @@ class Replay:
         # a redelivery of the first session's message of that number, which the journal
         # drops unanswered (and what a message creates is named after it).
         self._message_ids = itertools.count(await self._last_message_id() + 1)
+        self.api.number_from(await self._last_delivery_id() + 1)
+
+    async def _last_delivery_id(self) -> int:
+        """The highest bot message number a stored reminder delivery holds (a reply to one
+        names it)."""
+        cursor = (
+            self.services.mongo.db[REMINDERS]
+            .find({"last_message_id": {"$ne": None}}, {"last_message_id": 1})
+            .sort("last_message_id", -1)
+            .limit(1)
+        )
+        last = [int(d["last_message_id"]) async for d in cursor]
+        return last[0] if last else 0
 
     async def _last_message_id(self) -> int:
         people = {"telegram_message_id": {"$ne": None, "$lt": FIRST_BOT_MESSAGE_ID}}

@@ -90,6 +90,12 @@ class OfflineBotAPI(BaseRequest):
         default_factory=lambda: itertools.count(FIRST_BOT_MESSAGE_ID)
     )
 
+    def number_from(self, first: int) -> None:
+        """Number the bot's next messages from ``first`` (never below
+        :data:`FIRST_BOT_MESSAGE_ID`): a kept store may hold numbers an earlier session
+        used, which a reply to a new message must not name."""
+        self._ids = itertools.count(max(first, FIRST_BOT_MESSAGE_ID))
+
     def __post_init__(self) -> None:
         BaseRequest.__init__(self)
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.replay import ScriptError, parse_script
+from bot.replay.world import replay_world
 from runtime.settings import Settings
 from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
 
@@ -227,3 +228,30 @@ async def test_forget_asks_which_when_two_memories_are_as_close(
     assert answered["facts"] == []
     words = json.dumps(answered).lower()
     assert "drawer" not in words and "flowerpot" not in words
+
+
+async def test_a_kept_store_numbers_the_bots_messages_after_its_deliveries(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A reminder delivered in one session keeps the number of its message (a reply to it
+    snoozes it); the next session on the same store numbers the bot's messages after it,
+    so no new message of the bot carries a number a stored delivery has."""
+    world = settings.model_copy(
+        update={"alfred_data_dir": tmp_path / "kept", "mongodb_database": "replay_kept_ids"}
+    )
+    async with replay_world(world) as replay:
+        for kind, value in (
+            ("circle", {"name": "fam", "members": ["ann"]}),
+            ("say", {"from": "ann", "in": "dm:ann", "text": "remind me to stretch in 10 minutes"}),
+            ("clock", "+15m"),
+            ("jobs", "drain"),
+        ):
+            await replay.run_event(kind, value)
+        doc = await replay.services.mongo.db["reminders"].find_one({"text": "stretch"})
+        assert doc is not None and doc["last_message_id"] is not None, doc  # delivered
+        delivered = int(doc["last_message_id"])
+    async with replay_world(world) as replay:
+        await replay.run_event("circle", {"name": "fam", "members": ["ann"]})
+        await replay.run_event("say", {"from": "ann", "in": "dm:ann", "text": "hello"})
+        numbers = [m["message_id"] for m in replay._last_bot_message.values()]
+        assert numbers and min(numbers) > delivered, (numbers, delivered)
