@@ -212,10 +212,10 @@ class MemoryOperations:
         again = [
             f for f, created in stored if not created and message_id in f.provenance.message_ids
         ]
-        for fact in [*new, *again]:
+        fresh = [*new, *again]
+        for fact in fresh:
             if self.mirror is not None and fact.mem0_id is None:
                 await self.mirror.mirror(fact)
-        fresh = [*new, *again]
         replaced = await self.supersede(
             fresh, reason="replaced by the person", budget=self._left_of_budget(started)
         )

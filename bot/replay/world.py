@@ -133,31 +133,24 @@ class Replay:
         # after them. Starting at 1 again made each message of a second session look like
         # a redelivery of the first session's message of that number, which the journal
         # drops unanswered (and what a message creates is named after it).
-        self._message_ids = itertools.count(await self._last_message_id() + 1)
-        self.api.number_from(await self._last_delivery_id() + 1)
+        # The people's numbers after the journal's; the bot's after the reminders it
+        # delivered (a reply to one names it).
+        people = {"$ne": None, "$lt": FIRST_BOT_MESSAGE_ID}
+        self._message_ids = itertools.count(
+            await self._highest(MESSAGES, "telegram_message_id", people) + 1
+        )
+        delivered = await self._highest(REMINDERS, "last_message_id", {"$ne": None})
+        self.api.number_from(delivered + 1)
 
-    async def _last_delivery_id(self) -> int:
-        """The highest bot message number a stored reminder delivery holds (a reply to one
-        names it)."""
+    async def _highest(self, collection: str, field: str, among: dict[str, Any]) -> int:
+        """The highest ``field`` of ``collection`` matching ``among``, 0 if none does."""
         cursor = (
-            self.services.mongo.db[REMINDERS]
-            .find({"last_message_id": {"$ne": None}}, {"last_message_id": 1})
-            .sort("last_message_id", -1)
+            self.services.mongo.db[collection]
+            .find({field: among}, {field: 1})
+            .sort(field, -1)
             .limit(1)
         )
-        last = [int(d["last_message_id"]) async for d in cursor]
-        return last[0] if last else 0
-
-    async def _last_message_id(self) -> int:
-        people = {"telegram_message_id": {"$ne": None, "$lt": FIRST_BOT_MESSAGE_ID}}
-        cursor = (
-            self.services.mongo.db[MESSAGES]
-            .find(people, {"telegram_message_id": 1})
-            .sort("telegram_message_id", -1)
-            .limit(1)
-        )
-        last = [int(d["telegram_message_id"]) async for d in cursor]
-        return last[0] if last else 0
+        return max([int(d[field]) async for d in cursor], default=0)
 
     async def stop(self) -> None:
         await self.app.shutdown()

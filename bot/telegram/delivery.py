@@ -46,6 +46,16 @@ class UpdateDeduplicator:
             raise ApplicationHandlerStop
 
 
+def spooled_update_id(data: Any) -> int | None:
+    """The ``update_id`` of a spooled line, if it has a usable one."""
+    update_id = data.get("update_id") if isinstance(data, dict) else None
+    return update_id if isinstance(update_id, int) else None
+
+
+def _lines(updates: list[Any]) -> str:
+    return "".join(json.dumps(data) + "\n" for data in updates)
+
+
 class Spool:
     """Updates that could not be handled because a dependency was down, kept on disk."""
 
@@ -74,7 +84,7 @@ class Spool:
     def _append(self, updates: list[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
-            f.writelines(json.dumps(data) + "\n" for data in updates)
+            f.write(_lines(updates))
 
     def replayed(self, update_id: int) -> bool:
         """Whether this update comes from a replay (asked once, when it is handled)."""
@@ -94,17 +104,17 @@ class Spool:
         write leaves it as it was: nothing is lost)."""
         due, kept, tries = [], [], {}
         for data in self._read():
-            update_id = data.get("update_id") if isinstance(data, dict) else None
-            tried = self.retries.get(update_id, 0) if isinstance(update_id, int) else 0
+            update_id = spooled_update_id(data)
+            tried = self.retries.get(update_id, 0) if update_id is not None else 0
             if tried >= most_tries:
                 kept.append(data)
             else:
                 due.append(data)
-            if isinstance(update_id, int):
+            if update_id is not None:
                 tries[update_id] = min(tried + 1, most_tries)
         if kept:
             rest = self.path.with_name(self.path.name + ".rest")
-            rest.write_text("".join(json.dumps(d) + "\n" for d in kept), encoding="utf-8")
+            rest.write_text(_lines(kept), encoding="utf-8")
             os.replace(rest, self.path)
         else:
             self.path.unlink(missing_ok=True)

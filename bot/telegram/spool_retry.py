@@ -22,7 +22,7 @@ from typing import Any
 
 from telegram import Update
 
-from bot.telegram.delivery import Spool
+from bot.telegram.delivery import Spool, spooled_update_id
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ async def replay_spool(application: Any, spool: Spool, *, retry: bool = False) -
 
 
 def _arrival(data: Any) -> int:
-    update_id = data.get("update_id") if isinstance(data, dict) else None
-    return update_id if isinstance(update_id, int) else -1
+    update_id = spooled_update_id(data)
+    return -1 if update_id is None else update_id
 
 
 class SpoolRetry:
