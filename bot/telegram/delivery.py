@@ -1,10 +1,15 @@
 """Each update handled once, and none lost: redelivered updates are dropped by
 ``update_id``; an update that fails (or arrives while a dependency is known to be down)
 is written to a spool file and replayed once the dependency is back, after a short wait
-if no outage was seen (:mod:`bot.telegram.spool_retry`), and at the next start."""
+if no outage was seen (:mod:`bot.telegram.spool_retry`), and at the next start.
+
+The spool's file is read and written in a worker thread (a slow or full disk must not
+hold up every chat's updates), one operation at a time: a retry's rewrite of the file
+racing an append could otherwise drop the appended update."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -71,15 +76,30 @@ class Spool:
         #: that is in the file: the retry gives up on one after a few, which the next
         #: outage's end or start still replays.
         self.retries: dict[int, int] = {}
+        self._lock = asyncio.Lock()
 
-    def add(self, update: Update) -> None:
-        self._append([update.to_dict()])
+    async def add(self, update: Update) -> None:
+        data = update.to_dict()
+        async with self._lock:
+            await asyncio.to_thread(self._append, [data])
         for listener in self.on_add:
             listener(update.update_id)
 
-    def pending(self) -> bool:
+    async def pending(self) -> bool:
         """Whether anything waits in the spool."""
-        return self.path.exists()
+        return await asyncio.to_thread(self.path.exists)
+
+    async def take(self) -> list[dict[str, Any]]:
+        """Every spooled update; the file is removed."""
+        async with self._lock:
+            return await asyncio.to_thread(self._take)
+
+    async def take_for_retry(self, most_tries: int) -> list[dict[str, Any]]:
+        """The spooled updates a retry may replay (each counted as tried once more); those
+        tried ``most_tries`` times stay in the file, which is replaced whole (a failed
+        write leaves it as it was: nothing is lost)."""
+        async with self._lock:
+            return await asyncio.to_thread(self._take_for_retry, most_tries)
 
     def _append(self, updates: list[dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,15 +113,12 @@ class Spool:
             return True
         return False
 
-    def take(self) -> list[dict[str, Any]]:
+    def _take(self) -> list[dict[str, Any]]:
         taken = self._read()
         self.path.unlink(missing_ok=True)
         return taken
 
-    def take_for_retry(self, most_tries: int) -> list[dict[str, Any]]:
-        """The spooled updates a retry may replay (each counted as tried once more); those
-        tried ``most_tries`` times stay in the file, which is replaced whole (a failed
-        write leaves it as it was: nothing is lost)."""
+    def _take_for_retry(self, most_tries: int) -> list[dict[str, Any]]:
         due, kept, tries = [], [], {}
         for data in self._read():
             update_id = spooled_update_id(data)

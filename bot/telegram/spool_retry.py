@@ -42,7 +42,7 @@ async def replay_spool(application: Any, spool: Spool, *, retry: bool = False) -
     Oldest first by ``update_id``, which Telegram numbers in arrival order: the file's
     order is the order of failures, and a message that failed again after a later one of
     its chat had failed is written after it."""
-    taken = spool.take_for_retry(MOST_TRIES) if retry else spool.take()
+    taken = await (spool.take_for_retry(MOST_TRIES) if retry else spool.take())
     taken.sort(key=_arrival)
     replayed = 0
     for data in taken:
@@ -113,7 +113,7 @@ class SpoolRetry:
         wait = self._first_wait
         while True:
             await asyncio.sleep(wait)
-            if not self._spool.pending():
+            if not await self._spool.pending():
                 return
             if self._database_down():
                 continue

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from telegram import Update
@@ -66,7 +67,7 @@ class World:
             self.tries[update.update_id] = self.tries.get(update.update_id, 0) + 1
             if self.fails.get(update.update_id, 0) > 0:
                 self.fails[update.update_id] -= 1
-                self.spool.add(update)
+                await self.spool.add(update)
             else:
                 self.handled.append(update.update_id)
 
@@ -105,11 +106,11 @@ async def test_an_update_that_failed_while_the_database_answered_is_replayed(
     world: World,
 ) -> None:
     world.fails[7] = 2
-    world.spool.add(_update(7))  # failed first time, as the handler spools it
+    await world.spool.add(_update(7))  # failed first time, as the handler spools it
     await eventually(lambda: world.handled == [7], "the update handled")
     assert world.tries[7] == 3
     assert world.replayed == [True, True, True]  # each replay knew it was one
-    assert not world.spool.pending()
+    assert not await world.spool.pending()
     await settled(world)
     assert world.handled == [7]  # once
 
@@ -118,7 +119,7 @@ async def test_the_retry_gives_up_after_its_tries_and_leaves_the_update_spooled(
     world: World,
 ) -> None:
     world.fails[9] = 1_000
-    world.spool.add(_update(9))
+    await world.spool.add(_update(9))
     await eventually(lambda: world.tries.get(9) == MOST_TRIES, "every retry")
     await settled(world)
     assert world.tries[9] == MOST_TRIES  # no more
@@ -128,7 +129,7 @@ async def test_the_retry_gives_up_after_its_tries_and_leaves_the_update_spooled(
     await eventually(lambda: world.tries[9] == MOST_TRIES + 1, "the recovery's replay")
     # a new failure is retried; the update out of tries stays where it is
     world.fails[10] = 1
-    world.spool.add(_update(10))
+    await world.spool.add(_update(10))
     await eventually(lambda: world.handled == [10], "the new update")
     await settled(world)
     assert world.tries[9] == MOST_TRIES + 1
@@ -139,7 +140,7 @@ async def test_while_the_database_is_down_the_retry_leaves_the_spool_alone(
     world: World,
 ) -> None:
     world.down = True
-    world.spool.add(_update(11))
+    await world.spool.add(_update(11))
     await settled(world)
     assert world.tries == {} and world.spooled_ids() == [11]
     world.down = False  # back: the watch's recovery would replay; the retry does too
@@ -151,7 +152,7 @@ async def test_a_replay_puts_updates_back_oldest_first(world: World) -> None:
     7 of the same chat had failed; Telegram's ids give the order they arrived in."""
     world.down = True  # the retry keeps out of the way
     for update_id in (7, 5, 6):
-        world.spool.add(_update(update_id))
+        await world.spool.add(_update(update_id))
     with world.spool.path.open("a", encoding="utf-8") as f:
         f.write('{"update_id": "x", "message": {"mess\n')  # cut short by a crash
     assert await replay_spool(world.app, world.spool) == 3
@@ -164,38 +165,61 @@ async def test_a_retry_that_cannot_read_the_spool_does_not_stop_the_next(
 ) -> None:
     blocked = tmp_path / "spool" / "updates.jsonl"
     world.fails[3] = 1
-    world.spool.add(_update(3))
+    await world.spool.add(_update(3))
     blocked.unlink()
     blocked.mkdir()  # the path is a folder now: reading it fails
     await settled(world)
     blocked.rmdir()
-    world.spool.add(_update(4))  # spooled again: the retry sees to both
+    await world.spool.add(_update(4))  # spooled again: the retry sees to both
     await eventually(lambda: world.handled == [4], "the next update")
 
 
-def test_take_for_retry_counts_only_what_is_spooled(tmp_path: Path) -> None:
+async def test_take_for_retry_counts_only_what_is_spooled(tmp_path: Path) -> None:
     spool = Spool(tmp_path / "updates.jsonl")
-    spool.add(_update(1))
-    spool.add(_update(2))
-    assert [d["update_id"] for d in spool.take_for_retry(2)] == [1, 2]
-    spool.add(_update(2))  # 1 was handled, 2 failed again
-    assert [d["update_id"] for d in spool.take_for_retry(2)] == [2]
+    await spool.add(_update(1))
+    await spool.add(_update(2))
+    assert [d["update_id"] for d in await spool.take_for_retry(2)] == [1, 2]
+    await spool.add(_update(2))  # 1 was handled, 2 failed again
+    assert [d["update_id"] for d in await spool.take_for_retry(2)] == [2]
     assert spool.retries == {2: 2}
-    spool.add(_update(2))
-    assert spool.take_for_retry(2) == []  # out of tries: kept in the file
+    await spool.add(_update(2))
+    assert await spool.take_for_retry(2) == []  # out of tries: kept in the file
     assert [json.loads(line)["update_id"] for line in spool.path.open()] == [2]
     assert spool.retries == {2: 2}
 
 
-def test_a_retry_that_cannot_write_what_it_keeps_loses_nothing(tmp_path: Path) -> None:
+async def test_a_retry_that_cannot_write_what_it_keeps_loses_nothing(tmp_path: Path) -> None:
     spool = Spool(tmp_path / "updates.jsonl")
     for update_id in (1, 2):
-        spool.add(_update(update_id))
+        await spool.add(_update(update_id))
     spool.retries = {1: 2}  # 1 is out of tries: it stays, 2 is due
     (tmp_path / "updates.jsonl.rest").mkdir()  # where the kept ones are written first
     with pytest.raises(OSError):
-        spool.take_for_retry(2)
+        await spool.take_for_retry(2)
     assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1, 2]
     (tmp_path / "updates.jsonl.rest").rmdir()
-    assert [d["update_id"] for d in spool.take_for_retry(2)] == [2]
+    assert [d["update_id"] for d in await spool.take_for_retry(2)] == [2]
     assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1]
+
+
+async def test_an_update_spooled_while_a_retry_rewrites_the_file_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is read and written in worker threads: an append that landed between a
+    retry's read and its replacing the file would be replaced away. The spool takes one
+    file operation at a time, so the append waits for the rewrite."""
+    spool = Spool(tmp_path / "updates.jsonl")
+    for update_id in (1, 2):
+        await spool.add(_update(update_id))
+    spool.retries = {1: 2}  # 1 stays in the file, 2 is due: the file is rewritten
+    read = spool._read
+
+    def slow_read() -> list[Any]:
+        found = read()
+        time.sleep(0.3)  # the append's thread has all the time it needs meanwhile
+        return found
+
+    monkeypatch.setattr(spool, "_read", slow_read)
+    due, _ = await asyncio.gather(spool.take_for_retry(2), spool.add(_update(3)))
+    assert [d["update_id"] for d in due] == [2]
+    assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1, 3]

@@ -47,14 +47,14 @@ class MembershipHandlers:
             self.spool.replayed(update.update_id)  # a replay is applied like the original
             if self.watch is not None and self.watch.is_down(DATABASE):
                 log.info("update %s (%s) spooled: the database is down", update.update_id, what)
-                self.spool.add(update)
+                await self.spool.add(update)
                 return False
         try:
             await change()
         except Exception:
             log.exception("update %s (%s) failed; spooled for retry", update.update_id, what)
             if self.spool is not None:
-                self.spool.add(update)
+                await self.spool.add(update)
             if self.watch is not None:
                 self.watch.check_soon()
             return False

@@ -77,7 +77,7 @@ class Messages:
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
             log.info("update %s spooled: the database is down", update.update_id)
-            self.spool.add(update)
+            await self.spool.add(update)
             if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
             return
@@ -100,7 +100,7 @@ class Messages:
         except Exception:
             log.exception("update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
-                self.spool.add(update)
+                await self.spool.add(update)
             if self.watch is not None:
                 self.watch.check_soon()  # is it down? the next messages need not wait
             if apologise:
