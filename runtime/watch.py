@@ -20,6 +20,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from runtime.background import BackgroundLoop
+
 log = logging.getLogger(__name__)
 
 Probe = Callable[[], Awaitable[object]]
@@ -35,8 +37,10 @@ PROBE_INTERVAL = 0.25
 PROBE_TIMEOUT = 0.8
 
 
-class DependencyWatch:
+class DependencyWatch(BackgroundLoop):
     """Which dependencies are down right now, kept current by a background task."""
+
+    task_name = "alfred-dependency-watch"
 
     def __init__(
         self,
@@ -45,13 +49,13 @@ class DependencyWatch:
         interval: float = PROBE_INTERVAL,
         probe_timeout: float = PROBE_TIMEOUT,
     ) -> None:
+        super().__init__()
         self._probes = probes
         self._interval = interval
         self._timeout = probe_timeout
         self._down: set[str] = set()
         self._recovery: list[Recovery] = []
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         #: Set while the dependency is down; replaced by a fresh one when it is back.
         self._went_down: dict[str, asyncio.Event] = {name: asyncio.Event() for name in probes}
         self.outages = 0  # how many times a dependency was seen going down
@@ -76,17 +80,6 @@ class DependencyWatch:
     def check_soon(self) -> None:
         """Probe now rather than at the next tick (a call just failed)."""
         self._wake.set()
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="alfred-dependency-watch")
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def probe_all(self) -> None:
         """One round of probes; recovery callbacks run for what came back."""

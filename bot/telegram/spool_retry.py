@@ -15,7 +15,6 @@ after :data:`MOST_TRIES` (it stays in the spool for the next outage's end or sta
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from telegram import Update
 
 from bot.telegram.delivery import Spool, spooled_update_id
+from runtime.background import BackgroundLoop
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,10 @@ def _arrival(data: Any) -> int:
     return -1 if update_id is None else update_id
 
 
-class SpoolRetry:
+class SpoolRetry(BackgroundLoop):
     """Replays the spool after a failure while the database answers (see the module)."""
+
+    task_name = "alfred-spool-retry"
 
     def __init__(
         self,
@@ -75,28 +77,17 @@ class SpoolRetry:
         *,
         first_wait: float | None = None,
     ) -> None:
+        super().__init__()
         self._spool = spool
         self._replay = replay
         self._database_down = database_down
         self._first_wait = FIRST_WAIT if first_wait is None else first_wait
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         spool.on_add.append(self.nudge)
 
     def nudge(self, update_id: int | None = None) -> None:
         """Something was spooled: see to it soon."""
         self._wake.set()
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="alfred-spool-retry")
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _loop(self) -> None:
         while True:
