@@ -18,6 +18,7 @@ from pymongo.errors import AutoReconnect
 
 from bot.telegram.handlers.messages import MEMORY_RESTARTING
 from memory.constants import FACTS
+from tests.helpers.failing import FailNext
 from tests.helpers.fake_telegram import FakeTelegram
 from tests.integration import test_telegram_bot as harness
 
@@ -33,23 +34,15 @@ async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
 ) -> None:
     from integrations.mongo.journal import MongoJournal
 
-    mark_handled = MongoJournal.mark_handled
-    cut = {"left": 0}
-
-    async def cut_once(self: MongoJournal, *args: Any) -> Any:
-        if cut["left"] > 0:
-            cut["left"] -= 1
-            raise AutoReconnect("127.0.0.1: connection reset by peer (a restart)")
-        return await mark_handled(self, *args)
-
-    monkeypatch.setattr(MongoJournal, "mark_handled", cut_once)
+    cut = FailNext(lambda: AutoReconnect("127.0.0.1: connection reset by peer (a restart)"))
+    monkeypatch.setattr(MongoJournal, "mark_handled", cut.wrap(MongoJournal.mark_handled))
     async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
         ann = tg.user("Ann", username="ann")
         dm = tg.private_chat(ann)
 
         async def retried(text: str) -> str:
             """Say ``text`` with its turn cut at the end; what the retry answered."""
-            cut["left"] = 1
+            cut.left = 1
             before = len(tg.sent_messages)
             first = await bot.say(tg.text_message(dm, ann, text))
             assert [m["text"] for m in first] == [MEMORY_RESTARTING]
@@ -63,7 +56,7 @@ async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
             await bot.sync()
             answers = [m["text"] for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]
             assert len(answers) == 2, answers  # one apology, one answer
-            assert cut["left"] == 0
+            assert cut.left == 0
             return str(answers[1])
 
         assert await retried("remember that the ferry leaves at nine") == GOT_IT

@@ -52,6 +52,7 @@ from runtime.embedded import acquire
 from runtime.settings import Settings
 from services.reply.assistant import LLM_DOWN
 from services.reply.commands import UNKNOWN_COMMAND
+from tests.helpers.failing import FailNext
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -757,25 +758,16 @@ async def test_a_message_that_failed_after_its_journal_entry_is_answered_by_the_
     person was told "I've kept your message": that must come true without a restart."""
     from integrations.mongo.facts import MongoFactStore
 
-    add, add_bulk = MongoFactStore.add, MongoFactStore.add_bulk
-    failures = {"left": 2}  # the first try and the first retry fail
-
-    def flaky(real: Callable[..., Any]) -> Callable[..., Any]:
-        async def call(self: MongoFactStore, *args: Any) -> Any:
-            if failures["left"] > 0:
-                failures["left"] -= 1
-                raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
-            return await real(self, *args)
-
-        return call
+    # the first try and the first retry fail
+    failures = FailNext(lambda: ServerSelectionTimeoutError("No servers found yet (simulated)"), 2)
 
     async with FakeTelegram(bot_username="alfred") as tg:
         ann = tg.user("Ann", username="ann")
         dm = tg.private_chat(ann)
         said = tg.text_message(dm, ann, "remember that the bikes are kept in the blue shed")
         async with bot_env(tg) as bot:
-            monkeypatch.setattr(MongoFactStore, "add", flaky(add))
-            monkeypatch.setattr(MongoFactStore, "add_bulk", flaky(add_bulk))
+            monkeypatch.setattr(MongoFactStore, "add", failures.wrap(MongoFactStore.add))
+            monkeypatch.setattr(MongoFactStore, "add_bulk", failures.wrap(MongoFactStore.add_bulk))
             assert _texts(await bot.say(said)) == [MEMORY_RESTARTING]
             assert await bot.message_doc(dm, _message_id(said)) is not None  # journaled
             await tg.wait_until(
@@ -786,7 +778,7 @@ async def test_a_message_that_failed_after_its_journal_entry_is_answered_by_the_
             await bot.sync()
             answers = [m["text"] for m in tg.sent_messages if m["chat_id"] == dm["id"]]
             assert answers == [MEMORY_RESTARTING, GOT_IT]  # one apology, one answer
-            assert failures["left"] == 0
+            assert failures.left == 0
             facts = await bot.db[FACTS].count_documents({"content": {"$regex": "blue shed"}})
             assert facts == 1
             assert not await asyncio.to_thread(spool_file.exists)
@@ -827,18 +819,12 @@ async def test_a_member_leaving_while_the_database_is_down_is_spooled_and_replay
 
             # A leave that fails while the database answers is applied by the retry, in
             # the same bot: Ann leaves, her write fails once.
-            upsert = MongoDirectory.upsert_circle
-            failures = {"left": 1}
-
-            async def once(self: MongoDirectory, *args: Any) -> Any:
-                if failures["left"] > 0:
-                    failures["left"] -= 1
-                    raise ServerSelectionTimeoutError("No servers found yet (simulated outage)")
-                return await upsert(self, *args)
-
-            monkeypatch.setattr(MongoDirectory, "upsert_circle", once)
+            once = FailNext(lambda: ServerSelectionTimeoutError("No servers found (simulated)"), 1)
+            monkeypatch.setattr(
+                MongoDirectory, "upsert_circle", once.wrap(MongoDirectory.upsert_circle)
+            )
             assert await bot.say(tg.left_chat_member(family, ann, ann)) == []
-            assert failures["left"] == 0
+            assert once.left == 0
 
             async def ann_gone() -> bool:
                 found = await bot.db["circles"].find_one({"_id": str(family["id"])})
