@@ -59,6 +59,7 @@ def test_bench_bot(tmp_path: Path) -> None:
     assert figures["messages"] == 4 and figures["per_second"] > 0
     for q in ("p50", "p95", "p99"):
         assert 0 < figures["overhead_ms"][q] <= figures["total_ms"][q]
+        assert 0 < figures["model_client_ms"][q] <= figures["total_ms"][q]
     ops = figures["database_ops_per_message"]
     # every message is journaled and the reply too: at least two inserts per message
     assert ops["by_command"]["insert"] >= 2 and ops["writes"] >= 2
