@@ -1,5 +1,5 @@
-"""What the OpenAI-compatible adapter asks of the endpoint besides the prompt: a token
-budget per call and the answer's shape as a strict JSON schema.
+"""What the OpenAI-compatible adapter sends besides its transport: a token budget per
+call, the answer's shape as a strict JSON schema, and the wire shape of messages and tools.
 
 Kept apart from :mod:`integrations.openai_llm` (the transport and its retries) because
 both are policy that changes with the prompts, not with the protocol.
@@ -8,12 +8,15 @@ both are policy that changes with the prompts, not with the protocol.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from pydantic import BaseModel
 
-from memory.llm import ModelTier
+from memory.llm import ModelTier, PromptMessage, ToolSpec
 
 #: Completion tokens per tier. Every call is bounded so a model that loops or rambles
 #: costs a known amount and stops with ``finish_reason: length`` (reported as
@@ -95,3 +98,66 @@ def _close(node: Any) -> None:
     for key, value in node.items():
         if key != "$defs":
             _close(value)
+
+
+#: What a participant name may not hold on the wire.
+_NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def message_param(message: PromptMessage) -> ChatCompletionMessageParam:
+    """A neutral message in the wire shape (a tool result without an id becomes a note)."""
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "user":
+        name = wire_name(message.name)
+        if name:
+            return {"role": "user", "content": message.content, "name": name}
+        return {"role": "user", "content": message.content}
+    if message.role == "assistant":
+        if message.tool_calls:
+            return {
+                "role": "assistant",
+                "content": message.content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                        },
+                    }
+                    for call in message.tool_calls
+                ],
+            }
+        return {"role": "assistant", "content": message.content}
+    if message.tool_call_id:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    # The API rejects a tool message that answers no call; keep the text as context.
+    label = f"tool {message.name}" if message.name else "tool"
+    return cast(
+        ChatCompletionMessageParam,
+        {"role": "user", "content": f"({label} output) {message.content}"},
+    )
+
+
+def wire_name(name: str | None) -> str | None:
+    """A participant name the API accepts (``^[A-Za-z0-9_-]{1,64}$``), or none at all.
+
+    Display names ("Alice Smith", "Алиса") would otherwise make the request a 400.
+    """
+    if not name:
+        return None
+    cleaned = _NAME_JUNK.sub("_", name.strip())[:64].strip("_")
+    return cleaned if any(ch.isalnum() for ch in cleaned) else None
+
+
+def tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }

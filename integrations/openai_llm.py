@@ -18,7 +18,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import openai
 from openai import AsyncOpenAI
@@ -29,7 +29,13 @@ from openai.types.chat import (
 )
 from pydantic import BaseModel, ValidationError
 
-from integrations.llm_wire import OutputMode, max_tokens_for, response_format
+from integrations.llm_wire import (
+    OutputMode,
+    max_tokens_for,
+    message_param,
+    response_format,
+    tool_param,
+)
 from memory.errors import AlfredError, BadInput, RateLimited, Unavailable
 from memory.llm import (
     ChatOutcome,
@@ -37,7 +43,6 @@ from memory.llm import (
     LLMOutputError,
     LLMTruncated,
     ModelTier,
-    PromptMessage,
     Task,
     ToolCall,
     ToolRunner,
@@ -59,7 +64,6 @@ ECHO_CHARS = 4_000
 #: Status codes worth retrying: timeouts, lock conflicts, throttling, server errors.
 TRANSIENT_STATUS = {408, 409, 429}
 
-_NAME_JUNK = re.compile(r"[^A-Za-z0-9_-]+")
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.S)
 
 
@@ -217,7 +221,7 @@ class OpenAILLM:
         :class:`RateLimited`; a refused request raises :class:`BadInput`.
         """
         model = self._models[task.tier]
-        messages = [_to_param(m) for m in task.build(ctx)]
+        messages = [message_param(m) for m in task.build(ctx)]
         detail = ""  # why the answer was invalid, without the model's words (for logs)
         told = ""  # the same with an excerpt of the answer (for the model only)
         budget = max_tokens_for(task.name, task.tier)
@@ -265,8 +269,8 @@ class OpenAILLM:
         unchanged.
         """
         model = self._models[task.tier]
-        convo = [_to_param(m) for m in task.build(ctx)]
-        tool_params = [_tool_param(t) for t in tools]
+        convo = [message_param(m) for m in task.build(ctx)]
+        tool_params = [tool_param(t) for t in tools]
         used: list[ToolCall] = []
         for round_ in range(self._max_tool_rounds + 1):
             may_call = bool(tool_params) and round_ < self._max_tool_rounds
@@ -397,15 +401,13 @@ class OpenAILLM:
         """One HTTP round trip, SDK exceptions translated (``_Transient`` when retryable)."""
         try:
             async with asyncio.timeout(self._timeout):
-                # The SDK's documented raw ``post``, not ``chat.completions.create``:
-                # ``create`` walks the whole body against its TypedDicts first, an
-                # identity for chat requests that cost 8-12 ms of event-loop time per
-                # call for a reply's 27 messages. Auth, timeout, errors and parsing
-                # into ``ChatCompletion`` are the same.
+                # The SDK's documented ``post``: ``create`` walks the body against its
+                # TypedDicts first, 8-12 ms of event loop a reply (docs/scaling.md).
+                body = {"model": model, "messages": messages, **kwargs}
                 result: object = await self._client.post(
                     "/chat/completions",
                     cast_to=ChatCompletion,
-                    body={"model": model, "messages": messages, **kwargs},
+                    body=body,
                     options={"timeout": self._timeout},
                 )
         except TimeoutError:
@@ -544,62 +546,3 @@ def _summarise(exc: ValidationError, limit: int = 3) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _to_param(message: PromptMessage) -> ChatCompletionMessageParam:
-    """A neutral message in the wire shape (a tool result without an id becomes a note)."""
-    if message.role == "system":
-        return {"role": "system", "content": message.content}
-    if message.role == "user":
-        name = _wire_name(message.name)
-        if name:
-            return {"role": "user", "content": message.content, "name": name}
-        return {"role": "user", "content": message.content}
-    if message.role == "assistant":
-        if message.tool_calls:
-            return {
-                "role": "assistant",
-                "content": message.content or None,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                        },
-                    }
-                    for call in message.tool_calls
-                ],
-            }
-        return {"role": "assistant", "content": message.content}
-    if message.tool_call_id:
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    # The API rejects a tool message that answers no call; keep the text as context.
-    label = f"tool {message.name}" if message.name else "tool"
-    return cast(
-        ChatCompletionMessageParam,
-        {"role": "user", "content": f"({label} output) {message.content}"},
-    )
-
-
-def _wire_name(name: str | None) -> str | None:
-    """A participant name the API accepts (``^[A-Za-z0-9_-]{1,64}$``), or none at all.
-
-    Display names ("Alice Smith", "Алиса") would otherwise make the request a 400.
-    """
-    if not name:
-        return None
-    cleaned = _NAME_JUNK.sub("_", name.strip())[:64].strip("_")
-    return cleaned if any(ch.isalnum() for ch in cleaned) else None
-
-
-def _tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
