@@ -63,6 +63,9 @@ class Reminder(BaseModel):
     deliveries: list[Delivery] = Field(default_factory=list)
     #: Telegram message of the latest delivery (a reply or a button press names it).
     last_message_id: int | None = None
+    #: The message that cancelled it ("chat:message"): the replay of that message (a
+    #: first try that cancelled it and then failed) finds it and says so again.
+    cancelled_by: str | None = None
     created_at: datetime
 
     def to_doc(self) -> dict[str, Any]:
@@ -89,9 +92,9 @@ class ReminderStore(Protocol):
 
     async def get(self, reminder_id: str) -> Reminder | None: ...
 
-    async def visible(self, viewer: Viewer) -> list[Reminder]:
+    async def visible(self, viewer: Viewer, *, cancelled_by: str | None = None) -> list[Reminder]:
         """The active reminders ``viewer`` may see, soonest first (the privacy filter in
-        the query)."""
+        the query); with ``cancelled_by``, also those that message cancelled."""
         ...
 
     async def claim(
@@ -118,7 +121,11 @@ class ReminderStore(Protocol):
         """Record "Done" on the occurrence delivered as ``message_id``."""
         ...
 
-    async def set_state(self, reminder_id: str, state: ReminderState) -> None: ...
+    async def set_state(
+        self, reminder_id: str, state: ReminderState, *, by: str | None = None
+    ) -> None:
+        """Move it to ``state``; ``by`` names the message that cancelled it."""
+        ...
 
     async def due(self, now: datetime, stuck_before: datetime) -> list[Reminder]:
         """Scheduled reminders due by ``now``, and ``sending`` ones claimed before

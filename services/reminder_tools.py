@@ -81,7 +81,9 @@ class ReminderToolbox:
             return await self.reminders.listing(self.viewer)
         if call.name == CANCEL_REMINDER.name:
             about = str(args.get("about") or "").strip()[:200]
-            return await self.reminders.cancel(self.viewer, about) if about else "error: about?"
+            if not about:
+                return "error: about?"
+            return await self.reminders.cancel(self.viewer, about, source=self.source)
         task = str(args.get("task") or "").strip()[:300]
         when = str(args.get("when") or "").strip()[:100]
         if not task or not when:

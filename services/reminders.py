@@ -115,7 +115,7 @@ class Reminders:
         if isinstance(intent, ListReminders):
             return await self.listing(viewer)
         if isinstance(intent, CancelReminder):
-            return await self.cancel(viewer, intent.about)
+            return await self.cancel(viewer, intent.about, source=source)
         if isinstance(intent, MoveReminder):
             return await self.move(viewer, intent.about, intent.when)
         if isinstance(intent, Snooze):
@@ -234,8 +234,8 @@ class Reminders:
         except Exception as exc:  # the sweep queues it within a minute
             log.warning("reminder %s not queued (the sweep will): %r", reminder_id, exc)
 
-    async def _visible(self, viewer: Viewer) -> list[Reminder]:
-        found = await self.store.visible(viewer)
+    async def _visible(self, viewer: Viewer, *, cancelled_by: str | None = None) -> list[Reminder]:
+        found = await self.store.visible(viewer, cancelled_by=cancelled_by)
         return [r for r in found if is_visible(r.partition, viewer)]
 
     async def _describe(self, r: Reminder) -> str:
@@ -256,21 +256,27 @@ class Reminders:
         lines = [f"{i}. {await self._describe(r)}" for i, r in enumerate(mine, 1)]
         return "Reminders here:\n" + "\n".join(lines)
 
-    async def _find(self, viewer: Viewer, about: str) -> list[Reminder]:
+    async def _find(
+        self, viewer: Viewer, about: str, *, cancelled_by: str | None = None
+    ) -> list[Reminder]:
         words = [w for w in re.findall(r"\w+", about.lower()) if w not in {"the", "my", "our", "a"}]
         found = []
-        for r in await self._visible(viewer):
+        for r in await self._visible(viewer, cancelled_by=cancelled_by):
             text = r.text.lower()
             if words and all(re.search(rf"\b{re.escape(w)}", text) for w in words):
                 found.append(r)
         return found
 
-    async def cancel(self, viewer: Viewer, about: str) -> str:
-        found = await self._find(viewer, about)
+    async def cancel(self, viewer: Viewer, about: str, *, source: str | None = None) -> str:
+        """Cancel the reminders here about ``about``. ``source`` names the message that
+        asked: its replay (a first try that cancelled them and then failed) finds them
+        cancelled by it, and answers as the first try would have."""
+        found = await self._find(viewer, about, cancelled_by=source)
         if not found:
             return f'I found no reminder about "{about}" here.'
         for r in found:
-            await self.store.set_state(r.id, ReminderState.CANCELLED)
+            if r.state is not ReminderState.CANCELLED:
+                await self.store.set_state(r.id, ReminderState.CANCELLED, by=source)
         names = "; ".join(r.text for r in found)
         return f"Cancelled: {names}."
 

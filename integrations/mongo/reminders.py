@@ -41,12 +41,14 @@ class MongoReminders:
         doc = await self.col.find_one({"_id": reminder_id})
         return Reminder.from_doc(doc) if doc else None
 
-    async def visible(self, viewer: Viewer) -> list[Reminder]:
+    async def visible(self, viewer: Viewer, *, cancelled_by: str | None = None) -> list[Reminder]:
         # One read per arm of the filter, from the partition index (a find of the filter
         # and the states under one $and made the embedded server read every reminder).
-        found = await visible_documents(
-            self.col, viewer, {"state": {"$in": _ACTIVE}}, sort=[("next_due", 1)]
-        )
+        query: dict[str, Any] = {"state": {"$in": _ACTIVE}}
+        if cancelled_by is not None:
+            cancelled = {"state": ReminderState.CANCELLED.value, "cancelled_by": cancelled_by}
+            query = {"$or": [query, cancelled]}
+        found = await visible_documents(self.col, viewer, query, sort=[("next_due", 1)])
         return [Reminder.from_doc(d) for d in found]
 
     async def claim(
@@ -98,8 +100,13 @@ class MongoReminders:
             {"$set": {"deliveries.$.done_at": at, "deliveries.$.done_by": by_user_id}},
         )
 
-    async def set_state(self, reminder_id: str, state: ReminderState) -> None:
-        await self.col.update_one({"_id": reminder_id}, {"$set": {"state": state.value}})
+    async def set_state(
+        self, reminder_id: str, state: ReminderState, *, by: str | None = None
+    ) -> None:
+        change: dict[str, Any] = {"state": state.value}
+        if by is not None:
+            change["cancelled_by"] = by
+        await self.col.update_one({"_id": reminder_id}, {"$set": change})
 
     async def due(self, now: datetime, stuck_before: datetime) -> list[Reminder]:
         cursor = self.col.find(

@@ -2,7 +2,7 @@
 the first time, and does nothing twice.
 
 The failure comes after the turn did its work (the fact stored, the item added, the
-reminder set) and before it was marked handled: a database connection cut by a restart
+reminder set or cancelled) and before it was marked handled: a database connection cut by a restart
 does that. The person was told "I've kept your message"; the retry replays the message
 in the same bot, and what it says must be what the first try would have said ("Got it",
 "Added milk"), not "I already knew that" or "milk is already on it", and it must not set
@@ -69,8 +69,15 @@ async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
         (shopping,) = await bot.db["lists"].find({}).to_list()
         assert [i["text"] for i in shopping["items"]] == ["milk"]
         assert await bot.db["reminders"].count_documents({"text": "call mum"}) == 1
+        # cancelled by the first try: its replay finds it cancelled by this message
+        said = await retried("cancel the call mum reminder")
+        assert said == "Cancelled: call mum.", said
+        (mum,) = await bot.db["reminders"].find({"text": "call mum"}).to_list()
+        assert mum["state"] == "cancelled"
 
         # the same words in a new message are what they always were
         (again,) = await bot.say(tg.text_message(dm, ann, "add milk to the shopping list"))
         assert again["text"].startswith("milk is already on it."), again["text"]
+        (again,) = await bot.say(tg.text_message(dm, ann, "cancel the call mum reminder"))
+        assert again["text"] == 'I found no reminder about "call mum" here.', again["text"]
         bot.check_alive()

@@ -52,6 +52,8 @@ from tests.helpers.watched_db import Reads, own_client
 from tests.helpers.world import dm, group, viewer
 
 START = datetime(2026, 5, 4, 8, tzinfo=UTC)
+#: The message that cancelled a reminder in every partition (see the reminders' read).
+CANCELLING = "-100:7"
 SESSION = "s-now"
 PARTITIONS = [
     Partition.dm("ann"),
@@ -161,6 +163,8 @@ async def _fill(db: AsyncDatabase[dict[str, Any]]) -> None:
                     next_due=due,
                     state=state,
                     created_at=at,
+                    # one message id in every partition: only the filter bounds its replay
+                    cancelled_by=CANCELLING if state is ReminderState.CANCELLED else None,
                 )
             )
         at += timedelta(minutes=1)
@@ -282,6 +286,19 @@ async def test_each_read_returns_exactly_what_the_filter_selects(
         reminders = await MongoReminders(db).visible(who)
         assert [r.id for r in reminders] == due, who
         assert all(is_visible(r.partition, who) for r in reminders)
+        # a cancel's replay also sees what its message cancelled, and only here
+        cancelled = {"state": "cancelled", "cancelled_by": CANCELLING}
+        due_or_cancelled = [
+            str(d["_id"])
+            async for d in db[REMINDERS]
+            .find(and_visible(who, {"$or": [active, cancelled]}))
+            .sort([("next_due", 1), ("_id", 1)])
+        ]
+        replayed = await MongoReminders(db).visible(who, cancelled_by=CANCELLING)
+        assert [r.id for r in replayed] == due_or_cancelled, who
+        assert all(is_visible(r.partition, who) for r in replayed)
+        shown_cancelled = [r for r in replayed if r.state is ReminderState.CANCELLED]
+        assert bool(shown_cancelled) == bool(reminders), who  # one per partition it sees
         assert all(
             is_visible(x.partition, who)
             for x in [*every_note, *every_blob, *await lists.visible(who)]
