@@ -33,6 +33,11 @@ MAX_NAME_CHARS: Final = 40
 ITEM_ID_CHARS: Final = 12
 
 
+#: How many of the messages that took items off a list it keeps (``removed_by``): a
+#: replay comes within minutes, after at most a few more removals.
+REMOVALS_KEPT = 20
+
+
 def list_key(name: str) -> str:
     """The name a list is found by: lower case, single spaces, without "list"."""
     words = re.sub(r"[^\w' -]+", " ", name.lower()).split()
@@ -96,6 +101,9 @@ class SharedList(BaseModel):
     #: Last added to, read or changed in its home thread: "we need batteries" goes to the
     #: thread's most recently used list.
     used_at: datetime
+    #: The last messages ("chat:message") that took items off it: the replay of one (a
+    #: first try that took them off and then failed) says so again.
+    removed_by: list[str] = Field(default_factory=list)
 
     def label(self) -> str:
         """ "Shopping list", as replies name it."""
@@ -126,8 +134,11 @@ class ListStore(Protocol):
         """Append ``items`` (the caller left out those already there) and mark it used."""
         ...
 
-    async def remove_items(self, list_id: str, keys: Sequence[str], at: datetime) -> None:
-        """Take out the items with these keys and mark it used."""
+    async def remove_items(
+        self, list_id: str, keys: Sequence[str], at: datetime, *, source: str | None = None
+    ) -> None:
+        """Take out the items with these keys and mark it used; ``source`` names the
+        message that asked (kept among the list's last :data:`REMOVALS_KEPT`)."""
         ...
 
     async def clear(self, list_id: str, at: datetime) -> None:

@@ -18,7 +18,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.upsert import upsert_returning
 from integrations.mongo.visible_reads import visible_documents
-from memory.lists import MAX_ITEMS, ListItem, SharedList, item_id_for
+from memory.lists import MAX_ITEMS, REMOVALS_KEPT, ListItem, SharedList, item_id_for
 from memory.models import Partition, Viewer, Visibility
 from memory.privacy import visibility_filter
 
@@ -53,6 +53,7 @@ def _shared_list(doc: Document) -> SharedList:
         items=[_item(str(doc["_id"]), i) for i in doc.get("items", [])],
         created_at=doc["created_at"],
         used_at=doc.get("used_at") or doc["created_at"],
+        removed_by=list(doc.get("removed_by") or []),
     )
 
 
@@ -101,11 +102,13 @@ class MongoListStore:
             },
         )
 
-    async def remove_items(self, list_id: str, keys: Sequence[str], at: datetime) -> None:
-        await self._lists.update_one(
-            {"_id": list_id},
-            {"$pull": {"items": {"key": {"$in": list(keys)}}}, "$set": _used(at)},
-        )
+    async def remove_items(
+        self, list_id: str, keys: Sequence[str], at: datetime, *, source: str | None = None
+    ) -> None:
+        change: Document = {"$pull": {"items": {"key": {"$in": list(keys)}}}, "$set": _used(at)}
+        if source is not None:
+            change["$push"] = {"removed_by": {"$each": [source], "$slice": -REMOVALS_KEPT}}
+        await self._lists.update_one({"_id": list_id}, change)
 
     async def clear(self, list_id: str, at: datetime) -> None:
         await self._lists.update_one({"_id": list_id}, {"$set": {"items": [], **_used(at)}})

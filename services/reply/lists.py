@@ -163,7 +163,7 @@ class Lists:
         if intent.action == "add":
             return await self._add(intent, thread, viewer, visible, own, source)
         if intent.action == "remove":
-            return await self._remove(intent, visible, own)
+            return await self._remove(intent, visible, own, source)
         named = self._named(intent.name, own) if intent.name else (own[0] if own else None)
         if intent.action == "clear":
             if named is None:
@@ -288,8 +288,16 @@ class Lists:
         return ListAnswer(f"{head}\n{target.shown()}{note}", target)
 
     async def _remove(
-        self, intent: ListIntent, visible: Sequence[SharedList], own: Sequence[SharedList]
+        self,
+        intent: ListIntent,
+        visible: Sequence[SharedList],
+        own: Sequence[SharedList],
+        source: str | None = None,
     ) -> ListAnswer | None:
+        # Taken off by this very message on a try that failed before its turn was done.
+        done = next((s for s in own if source is not None and source in s.removed_by), None)
+        if done is not None:
+            return ListAnswer(f"Ticked off {_join(intent.items)}.\n{done.shown()}", done)
         keys = {item_key(t): t for t in intent.items}
         if intent.name:
             candidates = [s for s in own if s.key == list_key(intent.name)]
@@ -310,7 +318,7 @@ class Lists:
         if target is None:  # unreachable: on_it is empty without a target
             return None
         gone = {i.key for i in on_it}
-        await self.store.remove_items(target.id, sorted(gone), self.clock.now())
+        await self.store.remove_items(target.id, sorted(gone), self.clock.now(), source=source)
         target.items[:] = [i for i in target.items if i.key not in gone]
         return ListAnswer(f"Ticked off {_join([i.text for i in on_it])}.\n{target.shown()}", target)
 

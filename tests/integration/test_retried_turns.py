@@ -1,12 +1,12 @@
 """A message whose turn failed at its very end is answered by the retry as if it were
 the first time, and does nothing twice.
 
-The failure comes after the turn did its work (the fact stored, the item added, the
-reminder set or cancelled) and before it was marked handled: a database connection cut by a restart
-does that. The person was told "I've kept your message"; the retry replays the message
-in the same bot, and what it says must be what the first try would have said ("Got it",
-"Added milk"), not "I already knew that" or "milk is already on it", and it must not set
-a second reminder.
+The failure comes after the turn did its work (the fact stored, the item added or taken
+off, the reminder set or cancelled) and before it was marked handled: a database
+connection cut by a restart does that. The person was told "I've kept your message"; the
+retry replays the message in the same bot, and what it says must be what the first try
+would have said ("Got it", "Added milk", "Cancelled"), not "I already knew that", "milk
+is already on it" or "I found no reminder", and it must not set a second reminder.
 """
 
 from __future__ import annotations
@@ -80,4 +80,9 @@ async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
         assert again["text"].startswith("milk is already on it."), again["text"]
         (again,) = await bot.say(tg.text_message(dm, ann, "cancel the call mum reminder"))
         assert again["text"] == 'I found no reminder about "call mum" here.', again["text"]
+        # taken off by the first try: its replay says so, and takes nothing else off
+        said = await retried("remove milk from the shopping list")
+        assert said == "Ticked off milk.\nShopping list: empty.", said
+        (again,) = await bot.say(tg.text_message(dm, ann, "remove milk from the shopping list"))
+        assert again["text"] == "milk isn't on the shopping list.", again["text"]
         bot.check_alive()
