@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -74,6 +75,8 @@ LLM_DOWN = (
     "message and will learn from it when I'm back."
 )
 MEMORY_DOWN = "Sorry — my memory is unavailable right now. Please try again in a minute."
+#: Turns whose work is done and whose last writes failed, kept for their replay.
+UNFINISHED_KEPT = 64
 NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
 NOT_RECALLING = "Memory recall is switched off here right now."
 
@@ -118,6 +121,10 @@ class Assistant:
         self.edits = Edits(deps)
         self.exports = ExportRequests(Exporter(deps, self.directives), deps)
         self.lists = Lists(deps.lists, deps.clock)
+        #: Turns whose last writes (marked handled, replies journaled) failed, by message:
+        #: their replay finishes them with the answer the work gave ("Done, erased"),
+        #: where doing the work again would find it done and answer otherwise.
+        self._unfinished: OrderedDict[str, tuple[Thread, Viewer, Turn]] = OrderedDict()
 
     @property
     def ops(self) -> MemoryOperations:
@@ -143,6 +150,9 @@ class Assistant:
             return Turn([Outgoing(inc.chat_id, text, inc.message_id)] if addressed else [])
 
     async def _handle(self, inc: Incoming) -> Turn:
+        unfinished = self._unfinished.get(_source(inc)) if inc.replayed else None
+        if unfinished is not None:
+            return await self._finish(inc, *unfinished)
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
         reminder = detect_reminder(inc.text)  # read once: it decides the journal text too
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
@@ -279,15 +289,23 @@ class Assistant:
             )
 
     async def _finish(self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn) -> Turn:
-        """Mark what was handled, journal the replies, trigger formation."""
+        """Mark what was handled, journal the replies, trigger formation. Each write may be
+        done twice (a replay of a turn that failed here): marking is idempotent, and a
+        reply's journal id is the message's and its place."""
+        source = _source(inc)
+        self._unfinished[source] = (thread, viewer, turn)
+        while len(self._unfinished) > UNFINISHED_KEPT:
+            self._unfinished.popitem(last=False)
         if turn.handled:
-            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+            await self.d.journal.mark_handled([source])
         if thread.kind is ThreadKind.DM and self.flags.calendar:
             notice = await self.d.calendar.take_revoked_notice(viewer.user_id)
             if notice is not None:
                 turn.replies.append(Outgoing(inc.chat_id, notice))
-        for out in turn.replies:
-            await self._journal_reply(thread, viewer, out)
+        for place, out in enumerate(turn.replies):
+            reply_id = f"{out.chat_id}:a:r{inc.message_id}:{place}"
+            await self._journal_reply(thread, viewer, out, reply_id)
+        self._unfinished.pop(source, None)
         await self._after(thread)
         turn.addressed = True
         return turn
@@ -379,11 +397,13 @@ class Assistant:
         tick = await self.d.directory.touch(thread.id, now, tokens, alongside=journal)
         return tick, stored[0]
 
-    async def _journal_reply(self, thread: Thread, viewer: Viewer, out: Outgoing) -> None:
+    async def _journal_reply(
+        self, thread: Thread, viewer: Viewer, out: Outgoing, journal_id: str
+    ) -> None:
         """Alfred's own words are journaled too (weighted 0.2 in formation), in the partition
         of the thread and the person it answered."""
         message = Message(
-            id=str(out.meta.get("journal_id") or f"{out.chat_id}:a:{new_id()}"),
+            id=str(out.meta.get("journal_id") or journal_id),
             thread_id=thread.id,
             partition=thread.partition_for(viewer.user_id),
             role=Role.AGENT,
@@ -567,3 +587,8 @@ def _parts_with_buttons(
         )
         for n, part in enumerate(parts)
     ]
+
+
+def _source(inc: Incoming) -> str:
+    """The message's name in the journal and in what its turn made ("chat:message")."""
+    return f"{inc.chat_id}:{inc.message_id}"

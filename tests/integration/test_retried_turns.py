@@ -86,3 +86,36 @@ async def test_a_turn_that_failed_after_its_work_is_answered_once_by_the_retry(
         (again,) = await bot.say(tg.text_message(dm, ann, "remove milk from the shopping list"))
         assert again["text"] == "milk isn't on the shopping list.", again["text"]
         bot.check_alive()
+
+
+async def test_an_erasure_cut_at_its_end_is_confirmed_by_the_retry(
+    bot_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everything about Ann is erased, then marking her "yes" handled fails. Done again,
+    the erasure would find nobody: the retry greeted her as a stranger and never said
+    it was done. It finishes the turn with the first try's answer instead."""
+    from integrations.mongo.journal import MongoJournal
+
+    cut = FailNext(lambda: AutoReconnect("127.0.0.1: connection reset by peer (a restart)"))
+    monkeypatch.setattr(MongoJournal, "mark_handled", cut.wrap(MongoJournal.mark_handled))
+    async with FakeTelegram(bot_username="alfred") as tg, bot_env(tg) as bot:
+        ann = tg.user("Ann", username="ann")
+        dm = tg.private_chat(ann)
+        await bot.say(tg.text_message(dm, ann, "remember that my bike is red"))
+        await bot.say(tg.text_message(dm, ann, "forget everything about me"))
+        cut.left = 1
+        before = len(tg.sent_messages)
+        first = await bot.say(tg.text_message(dm, ann, "yes, erase everything"))
+        assert [m["text"] for m in first] == [MEMORY_RESTARTING]
+        await tg.wait_until(
+            lambda: len([m for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]) >= 2,
+            timeout=harness.REPLY_TIMEOUT,
+            what="the retried erasure's answer",
+        )
+        await bot.sync()
+        answers = [m["text"] for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]]
+        assert cut.left == 0
+        assert len(answers) == 2, answers  # one apology, one answer
+        assert answers[1].startswith("Done — I've erased everything about you (1 memories"), answers
+        assert await bot.db[FACTS].count_documents({"content": {"$regex": "bike"}}) == 0
+        bot.check_alive()
