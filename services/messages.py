@@ -67,6 +67,12 @@ class Incoming:
     def is_group(self) -> bool:
         return self.chat_type in ("group", "supergroup")
 
+    @property
+    def journal_id(self) -> str:
+        """The message's name ("chat:message") in the journal and in what its turn made
+        (a fact's provenance, an item's source, a reminder's id)."""
+        return f"{self.chat_id}:{self.message_id}"
+
 
 @dataclass(frozen=True)
 class Document:

@@ -150,7 +150,7 @@ class Assistant:
             return Turn([Outgoing(inc.chat_id, text, inc.message_id)] if addressed else [])
 
     async def _handle(self, inc: Incoming) -> Turn:
-        unfinished = self._unfinished.get(_source(inc)) if inc.replayed else None
+        unfinished = self._unfinished.get(inc.journal_id) if inc.replayed else None
         if unfinished is not None:
             return await self._finish(inc, *unfinished)
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
@@ -215,14 +215,14 @@ class Assistant:
             addressed, quiet = True, False  # whose "Mom"? Asked like an addressed request
         if quiet and isinstance(intent, RememberIntent):
             turn = await self._remember_quietly(inc, thread, speaker, intent)
-            await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+            await self.d.journal.mark_handled([inc.journal_id])
             await self._after(thread)
             return turn
         if cancelled is None and not addressed and intent is None:
             # "we need batteries" said among the family: onto the list, with a reaction.
             listed = await self._list_turn(inc, thread, viewer, quiet=True)
             if listed is not None:
-                await self.d.journal.mark_handled([f"{inc.chat_id}:{inc.message_id}"])
+                await self.d.journal.mark_handled([inc.journal_id])
                 await self._after(thread)
                 return listed
         if cancelled is not None and not addressed:
@@ -273,7 +273,7 @@ class Assistant:
             inc.text,
             speaker=speaker,
             message_id=inc.message_id,
-            journal_id=f"{inc.chat_id}:{inc.message_id}",
+            journal_id=inc.journal_id,
             reply_to_text=inc.reply_to_bot_text,
         )
         return answered.text if answered is not None else None
@@ -292,7 +292,7 @@ class Assistant:
         """Mark what was handled, journal the replies, trigger formation. Each write may be
         done twice (a replay of a turn that failed here): marking is idempotent, and a
         reply's journal id is the message's and its place."""
-        source = _source(inc)
+        source = inc.journal_id
         self._unfinished[source] = (thread, viewer, turn)
         while len(self._unfinished) > UNFINISHED_KEPT:
             self._unfinished.popitem(last=False)
@@ -327,7 +327,7 @@ class Assistant:
             thread,
             speaker,
             intent.payload,
-            f"{inc.chat_id}:{inc.message_id}",
+            inc.journal_id,
             await self._members(thread),
         )
         return Turn([], handled=True, reactions=[Reaction(inc.chat_id, inc.message_id)])
@@ -341,9 +341,7 @@ class Assistant:
         intent = detect_list_intent(inc.text)
         if intent is None:
             return None
-        answer = await self.lists.answer(
-            intent, thread, viewer, quiet=quiet, source=f"{inc.chat_id}:{inc.message_id}"
-        )
+        answer = await self.lists.answer(intent, thread, viewer, quiet=quiet, source=inc.journal_id)
         if answer is None:
             return None
         if quiet:
@@ -381,7 +379,7 @@ class Assistant:
 
         async def journal(tick: SessionTick) -> None:  # sent with the thread's update
             message = Message(
-                id=f"{inc.chat_id}:{inc.message_id}",
+                id=inc.journal_id,
                 thread_id=thread.id,
                 partition=thread.partition_for(viewer.user_id),
                 role=role,
@@ -470,7 +468,7 @@ class Assistant:
                 inc.chat_id,
                 reminder,
                 inc.reply_to_bot_message_id,
-                source=f"{inc.chat_id}:{inc.message_id}",
+                source=inc.journal_id,
             )
             return say(text, journal_text="[about reminders]")
         if isinstance(intent, ForgetAllIntent):
@@ -524,7 +522,7 @@ class Assistant:
                 thread,
                 speaker,
                 intent.payload,
-                f"{inc.chat_id}:{inc.message_id}",
+                inc.journal_id,
                 await self._members(thread),
             )
             return say(result.text)
@@ -534,13 +532,13 @@ class Assistant:
                 speaker,
                 intent.statement,
                 intent.negated,
-                f"{inc.chat_id}:{inc.message_id}",
+                inc.journal_id,
                 old_value=intent.old_value,
                 new_value=intent.new_value,
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):
-            source = f"{inc.chat_id}:{inc.message_id}"
+            source = inc.journal_id
             return say(await self.directives.give(thread, viewer, speaker, intent, source))
         if intent is None:
             listed = await self._list_turn(inc, thread, viewer, quiet=False)
@@ -587,8 +585,3 @@ def _parts_with_buttons(
         )
         for n, part in enumerate(parts)
     ]
-
-
-def _source(inc: Incoming) -> str:
-    """The message's name in the journal and in what its turn made ("chat:message")."""
-    return f"{inc.chat_id}:{inc.message_id}"

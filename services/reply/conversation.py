@@ -184,7 +184,7 @@ class Conversation:
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
         lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
-        source = f"{inc.chat_id}:{inc.message_id}"
+        source = inc.journal_id
         reminding = (
             ReminderToolbox(d.reminders, viewer, inc.chat_id, source)
             if d.reminders is not None
@@ -242,7 +242,7 @@ class Conversation:
         self, thread: Thread, inc: Incoming, lookups: TurnLookups
     ) -> list[PromptMessage]:
         recent = await self.d.journal.recent(thread.id, limit=HISTORY_TURNS + 1)
-        current = f"{inc.chat_id}:{inc.message_id}"
+        current = inc.journal_id
         users = await lookups.users(m.user_id for m in recent if m.user_id)
         history = []
         for m in recent:

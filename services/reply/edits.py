@@ -45,7 +45,7 @@ class Edits:
     ) -> bool:
         """Correct the journal and the memories for an edit of ``inc``'s message to
         ``text``; False when the message was never journaled (the caller journals it)."""
-        journal_id = f"{inc.chat_id}:{inc.message_id}"
+        journal_id = inc.journal_id
         before = await self.d.journal.edit(journal_id, viewer.user_id, text)
         if before is None:
             return False
