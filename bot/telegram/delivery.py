@@ -21,6 +21,8 @@ from typing import Any
 from telegram import Update
 from telegram.ext import ApplicationHandlerStop, ContextTypes
 
+from integrations.mongo.errors import TRANSIENT_ERRORS as DATABASE_ERRORS
+
 log = logging.getLogger(__name__)
 
 SEEN_UPDATES = 10_000
@@ -49,6 +51,16 @@ class UpdateDeduplicator:
         """First handler group: drop updates seen before."""
         if not self.first_time(update.update_id):
             raise ApplicationHandlerStop
+
+
+def log_spooled_failure(logger: logging.Logger, exc: Exception, message: str, *args: Any) -> None:
+    """Log why an update was spooled: in one line when the database's outage explains it
+    (a connection cut by a restart is expected there, and the spool answers it), with its
+    traceback otherwise (a bug, which the spool only retries)."""
+    if isinstance(exc, DATABASE_ERRORS):
+        logger.warning(message + " (%s: %s)", *args, type(exc).__name__, exc)
+    else:
+        logger.error(message, *args, exc_info=exc)
 
 
 def spooled_update_id(data: Any) -> int | None:

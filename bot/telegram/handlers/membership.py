@@ -18,7 +18,7 @@ from telegram import Chat, Update
 from telegram.constants import ChatMemberStatus
 from telegram.ext import ContextTypes
 
-from bot.telegram.delivery import Spool
+from bot.telegram.delivery import Spool, log_spooled_failure
 from bot.telegram.handlers.messages import DATABASE
 from bot.telegram.updates import chat_title, sender_of
 from runtime.watch import DependencyWatch
@@ -51,8 +51,10 @@ class MembershipHandlers:
                 return False
         try:
             await change()
-        except Exception:
-            log.exception("update %s (%s) failed; spooled for retry", update.update_id, what)
+        except Exception as exc:
+            log_spooled_failure(
+                log, exc, "update %s (%s) failed; spooled for retry", update.update_id, what
+            )
             if self.spool is not None:
                 await self.spool.add(update)
             if self.watch is not None:

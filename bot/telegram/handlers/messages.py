@@ -19,7 +19,7 @@ from typing import Any
 from telegram import Update
 from telegram.ext import ContextTypes
 
-from bot.telegram.delivery import Spool
+from bot.telegram.delivery import Spool, log_spooled_failure
 from bot.telegram.sending import Replier
 from bot.telegram.updates import bot_handle, to_incoming
 from runtime.watch import DependencyWatch
@@ -97,8 +97,8 @@ class Messages:
         except asyncio.CancelledError:
             call.cancel()
             raise
-        except Exception:
-            log.exception("update %s failed; spooled for retry", update.update_id)
+        except Exception as exc:
+            log_spooled_failure(log, exc, "update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
                 await self.spool.add(update)
             if self.watch is not None:
