@@ -183,8 +183,8 @@ class Conversation:
         calendar = await d.calendar.toolbox(viewer, enabled=flags.calendar)
         calendar_specs = calendar.specs
         reading = memory_on and flags.retrieval
-        lists = ListTools(Lists(d.lists, d.clock), thread, viewer)
         source = inc.journal_id
+        lists = ListTools(Lists(d.lists, d.clock), thread, viewer, source)
         reminding = (
             ReminderToolbox(d.reminders, viewer, inc.chat_id, source)
             if d.reminders is not None

@@ -294,11 +294,22 @@ class Lists:
         own: Sequence[SharedList],
         source: str | None = None,
     ) -> ListAnswer | None:
+        keys = {item_key(t): t for t in intent.items}
         # Taken off by this very message on a try that failed before its turn was done.
-        done = next((s for s in own if source is not None and source in s.removed_by), None)
+        # Only when none of the items is still there: the chat model may tick off one
+        # item, then another, in the same turn, and each call names the same message.
+        done = next(
+            (
+                s
+                for s in own
+                if source is not None
+                and source in s.removed_by
+                and not any(i.key in keys for i in s.items)
+            ),
+            None,
+        )
         if done is not None:
             return ListAnswer(f"Ticked off {_join(intent.items)}.\n{done.shown()}", done)
-        keys = {item_key(t): t for t in intent.items}
         if intent.name:
             candidates = [s for s in own if s.key == list_key(intent.name)]
         else:
@@ -389,10 +400,15 @@ class ListTools:
 
     specs = LIST_TOOLS
 
-    def __init__(self, lists: Lists, thread: Thread, viewer: Viewer) -> None:
+    def __init__(
+        self, lists: Lists, thread: Thread, viewer: Viewer, source: str | None = None
+    ) -> None:
         self.lists = lists
         self.thread = thread
         self.viewer = viewer
+        #: The message being answered ("chat:message"): a replay of it after a cut finds
+        #: what its first try added and took off, as the rules' requests do.
+        self.source = source
         self.used = False
         self.buttons: tuple[Button, ...] = ()
 
@@ -417,7 +433,7 @@ class ListTools:
             intent = ListIntent(action="add", name=name, items=items)
         else:
             intent = ListIntent(action="remove", name=name, items=items)
-        answer = await self.lists.answer(intent, self.thread, self.viewer)
+        answer = await self.lists.answer(intent, self.thread, self.viewer, source=self.source)
         self.used = True
         if answer is None:
             return "error: nothing to do"

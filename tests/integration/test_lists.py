@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pymongo import AsyncMongoClient
+
 from bot.bench.fake_openai import (
     FakeOpenAI,
     RecordedRequest,
@@ -15,6 +17,7 @@ from bot.bench.fake_openai import (
     json_task_handler,
     tool_call,
 )
+from runtime.embedded import acquire, stop_before_removal
 from runtime.settings import Settings
 from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say, with_model
 
@@ -326,6 +329,63 @@ async def test_the_chat_models_list_tools_keep_to_the_thread(
     assert asked["handled"] is True
     answers = [m["text"] for m in dump["messages"] if m["role"] == "agent"]
     assert not any(SPICE in a for a in answers), answers
+
+
+def _one_by_one_model(request: RecordedRequest) -> Any:
+    """A model that, asked to STOCK, adds three items in one call; asked to TIDY, ticks
+    two of them off in two calls of the same turn, one item each; then says what the
+    last tool answered."""
+    if not request.tools:
+        return json_task_handler()(request)
+    results = [str(m.get("content")) for m in request.messages if m.get("role") == "tool"]
+    text = request.last_user_text
+    if "STOCK" in text and not results:
+        args = {"list": "shopping", "items": ["milk", "eggs", "bread"]}
+        return completion(None, tool_calls=[tool_call("add_to_list", args)])
+    if "TIDY" in text and len(results) < 2:
+        item = ("milk", "eggs")[len(results)]
+        args = {"list": "shopping", "items": [item]}
+        return completion(None, tool_calls=[tool_call("remove_from_list", args)])
+    return completion(results[-1] if results else "Nothing to do.")
+
+
+async def test_the_chat_model_ticks_off_items_one_call_at_a_time(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The list tools name the message they answer (so a replay after a cut finds what
+    its first try did); a second tick-off in the same turn is not taken for that replay:
+    each item the model names is taken off."""
+    async with FakeOpenAI(embedding_dimensions=8) as fake:
+        fake.set_handler(_one_by_one_model)
+        out = await replay_lines(
+            with_model(settings, fake),
+            [
+                FAM,
+                say("alice", "group:fam", "@alfred STOCK the shopping list"),
+                say("bob", "group:fam", "@alfred TIDY the shopping list, we have those"),
+                say("bob", "group:fam", "@alfred what's on the shopping list?"),
+            ],
+            tmp_path / "t",
+        )
+    texts = [r["text"] for r in replies(out)]
+    assert texts[0].startswith("Added milk, eggs and bread to the shopping list."), texts[0]
+    assert texts[1] == "Ticked off eggs.\nShopping list: bread", texts[1]
+    assert "Shopping list: bread" in texts[2] and "milk" not in texts[2], texts[2]
+    # What a replay of each message would find: the items the first added carry its
+    # name, and the list names the second among the messages that took items off.
+    with acquire("mongo", tmp_path / "t") as lease:
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(lease.url)
+        try:
+            (shopping,) = await client["replay_t"]["lists"].find({}).to_list()
+            journal = client["replay_t"]["messages"]
+            stock = await journal.find_one({"text": {"$regex": "^@alfred STOCK"}})
+            tidy = await journal.find_one({"text": {"$regex": "^@alfred TIDY"}})
+        finally:
+            await client.close()
+    stop_before_removal(tmp_path / "t")
+    assert stock is not None and tidy is not None
+    assert [i["source"] for i in shopping["items"]] == [stock["_id"]]
+    assert tidy["_id"] in shopping["removed_by"], shopping["removed_by"]
 
 
 async def test_the_demo_builds_and_reads_a_shopping_list(
