@@ -47,6 +47,7 @@ from bot.bench.common import (
 )
 from bot.bench.fake_answers import formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
+from bot.bench.machine import machine_line, machine_speed
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
@@ -124,6 +125,7 @@ async def run_bot_bench(
             await _store(
                 s, synthetic_facts(n), [_partition_for(i, "-100") for i in range(n)], f"{n} facts"
             )
+            machine = await machine_speed(s.mongo.db)
             # A bot does not embed its store at start: the peak of serving is counted
             # from here (what loading left resident counts, nothing it freed).
             serving_counted = restart_peak()
@@ -205,6 +207,7 @@ async def run_bot_bench(
                 "fact_document_bytes": await mean_document_bytes(s.mongo.db[FACTS]),
                 "peak_rss_mb": peak_rss_mb(),
                 "serving_peak_rss_mb": peak_since_restart_mb() if serving_counted else None,
+                "machine": machine,
             }
 
 
@@ -251,7 +254,8 @@ def register(app: typer.Typer) -> None:
             f"{r['database_ops_per_message']['writes']} writes, "
             f"{r['database_ops_per_message']['redis']} Redis requests); "
             f"{r['fact_document_bytes']:.0f} bytes per fact document; "
-            f"peak RSS {r['peak_rss_mb']} MB, serving {r['serving_peak_rss_mb']} MB"
+            f"peak RSS {r['peak_rss_mb']} MB, serving {r['serving_peak_rss_mb']} MB; "
+            + machine_line(r["machine"])
             for r in results
         ]
         emit(out, as_json=as_json, summary="reply path (model time excluded)\n" + "\n".join(lines))

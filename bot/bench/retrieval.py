@@ -33,6 +33,7 @@ from bot.bench.common import (
     progress,
     stderr,
 )
+from bot.bench.machine import machine_line, machine_speed
 from bot.bench.synthetic import distinct_questions
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
@@ -123,7 +124,12 @@ async def run_retrieval(
         started = time.perf_counter()
         await s.retriever.search(viewer, "warm up the index", limit=5)
         build_ms = (time.perf_counter() - started) * 1000
-        head = {"facts": n, "backend": s.search_backend, "embedder": s.embedder.model_name}
+        head = {
+            "facts": n,
+            "backend": s.search_backend,
+            "embedder": s.embedder.model_name,
+            "machine": await machine_speed(s.mongo.db),
+        }
         if compare is not None:
             world = _World(texts + noise, parts + noise_parts, mine + theirs)
             compared = await _compare(s, viewer, world, queries, data_dir)
@@ -444,4 +450,5 @@ def register(app: typer.Typer) -> None:
                 f" {t['latency_ms']['p50']} ms, p95 {t['latency_ms']['p95']} ms, p99"
                 f" {t['latency_ms']['p99']} ms"
             )
+        summary += "\n  " + machine_line(result["machine"])
         emit(result, as_json=as_json, summary=summary)

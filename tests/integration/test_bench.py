@@ -27,6 +27,10 @@ BENCH_TIMEOUT_S = 240
 SLOW = pytest.mark.timeout(BENCH_TIMEOUT_S + 30)
 
 
+#: What every timing bench reads of the machine beside its figures.
+MACHINE_READINGS = ("python_loop_ms", "database_ping_ms", "database_insert_ms")
+
+
 def bench(tmp_path: Path, *args: str, expect: int = 0) -> tuple[dict[str, Any] | None, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -74,6 +78,8 @@ def test_bench_bot(tmp_path: Path) -> None:
     assert figures["peak_rss_mb"] > 50
     # serving is counted from the first message on (the kernel's peak count restarted)
     assert figures["serving_peak_rss_mb"] is not None and figures["serving_peak_rss_mb"] > 50
+    # the machine's speed, read in the same run, so figures of two days can be compared
+    assert all(figures["machine"][k] > 0 for k in MACHINE_READINGS), figures["machine"]
 
 
 def test_bench_formation_direct_and_through_the_jobs(tmp_path: Path) -> None:
@@ -121,6 +127,7 @@ def test_bench_retrieval(tmp_path: Path) -> None:
     assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
     after = result["after_change_ms"]  # the search that first catches up with a change
     assert 0 < after["p50"] <= after["max"]
+    assert all(result["machine"][k] > 0 for k in MACHINE_READINGS), result["machine"]
 
 
 def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
