@@ -44,8 +44,12 @@ from memory.privacy import (
 
 Document = dict[str, Any]
 
-#: The thread's last messages fetched for the history (a reply uses 13).
-HISTORY_PREFETCH: Final = 20
+#: The thread's last messages fetched for the history: what a reply uses (its 12 turns
+#: and the message it answers, ``services.reply.conversation.HISTORY_TURNS`` + 1) and
+#: no more. The embedded server's time grows with every message a read matches, sorts and
+#: returns, and the history's time window is set by this many user messages (each may
+#: have a reply beside it).
+HISTORY_PREFETCH: Final = 13
 #: Unformed messages fetched for the recent leg (it asks for 20).
 UNFORMED_PREFETCH: Final = 20
 #: The journal's order for both of a turn's message reads (ties by id, so it is total).
