@@ -62,16 +62,47 @@ class Membership:
         key = (inc.chat_id, inc.sender.telegram_id, inc.sender.name, inc.chat_title)
         now = self.clock.now()
         cached = self._registered.get(key)
-        if cached is not None and (now - cached[1]).total_seconds() < REGISTRATION_TTL_S:
-            thread = cached[0]
+        if cached is not None:
+            thread, at = cached
             viewer = await self.directory.viewer(str(inc.sender.telegram_id), thread)
             if thread.circle_id is None or thread.circle_id in viewer.circle_ids:
-                return thread, viewer
+                if (now - at).total_seconds() < REGISTRATION_TTL_S:
+                    return thread, viewer
+                if await self._unchanged(inc, thread):
+                    self._remember(key, thread, now)
+                    return thread, viewer
         thread, viewer = await self._register(inc, now)
-        self._registered[key] = (thread, now)
+        self._remember(key, thread, now)
+        return thread, viewer
+
+    def _remember(self, key: tuple[object, ...], thread: Thread, at: datetime) -> None:
+        self._registered.pop(key, None)  # to the end: the oldest is dropped first
+        self._registered[key] = (thread, at)
         if len(self._registered) > REGISTRATION_CACHE_MAX:
             self._registered.pop(next(iter(self._registered)))
-        return thread, viewer
+
+    async def _unchanged(self, inc: Incoming, thread: Thread) -> bool:
+        """Whether registering ``inc`` again would write nothing: the person, their
+        thread and (in a group) the circle are as the registration left them, and the
+        circle is still active with the person in it (the caller saw it among the
+        viewer's circles). In a reply turn these reads are served by the turn's
+        directory read, which the viewer just made, so an expired registration of a chat
+        where nothing changed costs no command; a registration redone wrote five."""
+        d = self.directory
+        user = await d.user(str(inc.sender.telegram_id))
+        if user is None or (user.name, user.username) != (inc.sender.name, inc.sender.username):
+            return False
+        if await d.thread(thread.id) != thread:
+            return False
+        if not inc.is_group:
+            return True
+        circle = await d.circle(str(inc.chat_id))
+        return (
+            circle is not None
+            and circle.title == inc.chat_title
+            and circle.archived_at is None
+            and user.id in circle.member_ids
+        )
 
     async def _register(self, inc: Incoming, now: datetime) -> tuple[Thread, Viewer]:
         d = self.directory

@@ -206,7 +206,9 @@ class MongoDirectory:
         return thread_from_doc(doc)
 
     async def thread(self, thread_id: str) -> Thread | None:
-        doc = await self._threads.find_one({"_id": thread_id})
+        memo = turn_memo.current()
+        held = memo.get(THREADS, ("id", thread_id)) if memo is not None else MISSING
+        doc = await self._threads.find_one({"_id": thread_id}) if held is MISSING else held
         return thread_from_doc(doc) if doc else None
 
     async def current_session(self, thread_id: str) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from runtime.bundle import Services
 from runtime.container import build_assistant
 from runtime.jobs import formation_trigger
 from runtime.settings import Settings
+from services.membership import REGISTRATION_TTL_S
 from services.messages import Incoming, Sender
 from tests.helpers.services import migrated_services
 
@@ -229,6 +231,64 @@ async def test_a_leave_a_forget_and_a_time_zone_are_seen_by_the_next_message(
     clock.advance(timedelta(days=2))
     await say("dm", TESS, "Tess", "my time zone is Europe/Lisbon")
     assert "Europe/Lisbon" in await say("dm", TESS, "Tess", "what's my time zone?")
+
+
+async def test_an_expired_registration_costs_nothing_unless_the_chat_changed(
+    s: Services,
+) -> None:
+    """After REGISTRATION_TTL_S a message used to register its sender again: five
+    commands, all writes that changed nothing. Now the turn's directory read tells
+    whether anything changed; what another replica changed meanwhile (a username, the
+    circle's title) is still written back by the next message."""
+    clock = s.clock
+    assert isinstance(clock, ManualClock)
+    assistant = build_assistant(s)
+    n = iter(range(1, 100))
+    registering = ("findAndModify users", "findAndModify circles", "update circles")
+
+    async def said(inc: Incoming) -> Counter[str]:
+        COMMANDS.seen.clear()
+        COMMANDS.on = True
+        try:
+            await assistant.handle(inc)
+        finally:
+            COMMANDS.on = False
+        return Counter({k: v for k, v in COMMANDS.seen.items() if k.startswith(registering)})
+
+    tess = Sender(telegram_id=TESS, name="Tess", username="tess")
+
+    def in_group(text: str) -> Incoming:
+        return Incoming(
+            chat_id=HOME,
+            chat_type="group",
+            sender=tess,
+            message_id=next(n),
+            text=text,
+            chat_title="Home",
+        )
+
+    assert await said(in_group("the plumber comes on Tuesday")), "the first message registers"
+    clock.advance(timedelta(seconds=REGISTRATION_TTL_S + 60))
+    assert not await said(in_group("and the painter on Friday"))
+    in_dm = Incoming(chat_id=TESS, chat_type="private", sender=tess, message_id=1, text="hi")
+    assert await said(in_dm), "a new chat registers"
+    clock.advance(timedelta(seconds=REGISTRATION_TTL_S + 60))
+    assert not await said(replace(in_dm, message_id=2, text="hello again"))
+
+    host, port = await s.mongo.client.address or ("localhost", 27017)
+    other: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(host, port, tz_aware=True)
+    try:
+        other_db = other[s.settings.mongodb_database]
+        await other_db["users"].update_one({"_id": str(TESS)}, {"$set": {"username": "old"}})
+        await other_db["circles"].update_one({"_id": str(HOME)}, {"$set": {"title": "Hoem"}})
+    finally:
+        await other.close()
+    clock.advance(timedelta(seconds=REGISTRATION_TTL_S + 60))
+    assert await said(in_group("the roofer on Monday")), "a changed chat registers again"
+    tess_doc = await s.directory.user(str(TESS))
+    assert tess_doc is not None and tess_doc.username == "tess"
+    home = await s.directory.circle(str(HOME))
+    assert home is not None and home.title == "Home" and str(TESS) in home.member_ids
 
 
 async def test_recall_counts_wait_for_their_batch_and_none_is_lost(s: Services) -> None:
