@@ -83,11 +83,12 @@ class Membership:
 
     async def _unchanged(self, inc: Incoming, thread: Thread) -> bool:
         """Whether registering ``inc`` again would write nothing: the person, their
-        thread and (in a group) the circle are as the registration left them, and the
-        circle is still active with the person in it (the caller saw it among the
-        viewer's circles). In a reply turn these reads are served by the turn's
-        directory read, which the viewer just made, so an expired registration of a chat
-        where nothing changed costs no command; a registration redone wrote five."""
+        thread and (in a group) the circle's title are as the registration left them.
+        That the circle is still active with the person in it, the caller has seen:
+        it is among the viewer's circles, which are only those. In a reply turn these
+        reads are served by the turn's directory read, which the viewer just made, so an
+        expired registration of a chat where nothing changed costs no command; a
+        registration redone wrote five."""
         d = self.directory
         user = await d.user(str(inc.sender.telegram_id))
         if user is None or (user.name, user.username) != (inc.sender.name, inc.sender.username):
@@ -97,12 +98,7 @@ class Membership:
         if not inc.is_group:
             return True
         circle = await d.circle(str(inc.chat_id))
-        return (
-            circle is not None
-            and circle.title == inc.chat_title
-            and circle.archived_at is None
-            and user.id in circle.member_ids
-        )
+        return circle is not None and circle.title == inc.chat_title
 
     async def _register(self, inc: Incoming, now: datetime) -> tuple[Thread, Viewer]:
         d = self.directory
