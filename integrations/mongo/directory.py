@@ -89,10 +89,17 @@ class MongoDirectory:
         )
         return user_from_doc(doc)
 
-    async def user(self, user_id: str) -> User | None:
+    async def _by_id(self, collection: str, doc_id: str) -> Document | None:
+        """A document by ``_id``: from this turn's directory read when it holds it
+        (:func:`integrations.mongo.turn_reads.directory_snapshot`), else read."""
         memo = turn_memo.current()
-        held = memo.get(USERS, ("id", user_id)) if memo is not None else MISSING
-        doc = await self._users.find_one({"_id": user_id}) if held is MISSING else held
+        held = memo.get(collection, ("id", doc_id)) if memo is not None else MISSING
+        if held is not MISSING:
+            return held  # type: ignore[no-any-return]
+        return await self._db[collection].find_one({"_id": doc_id})
+
+    async def user(self, user_id: str) -> User | None:
+        doc = await self._by_id(USERS, user_id)
         return user_from_doc(doc) if doc else None
 
     async def users(self, user_ids: list[str]) -> dict[str, User]:
@@ -149,9 +156,7 @@ class MongoDirectory:
         return circle_from_doc(doc)
 
     async def circle(self, circle_id: str) -> Circle | None:
-        memo = turn_memo.current()
-        held = memo.get(CIRCLES, ("id", circle_id)) if memo is not None else MISSING
-        doc = await self._circles.find_one({"_id": circle_id}) if held is MISSING else held
+        doc = await self._by_id(CIRCLES, circle_id)
         return circle_from_doc(doc) if doc else None
 
     async def add_member(self, circle_id: str, user_id: str) -> bool:
@@ -206,9 +211,7 @@ class MongoDirectory:
         return thread_from_doc(doc)
 
     async def thread(self, thread_id: str) -> Thread | None:
-        memo = turn_memo.current()
-        held = memo.get(THREADS, ("id", thread_id)) if memo is not None else MISSING
-        doc = await self._threads.find_one({"_id": thread_id}) if held is MISSING else held
+        doc = await self._by_id(THREADS, thread_id)
         return thread_from_doc(doc) if doc else None
 
     async def current_session(self, thread_id: str) -> str | None:
