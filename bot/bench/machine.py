@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -41,7 +42,7 @@ def python_loop_ms(rounds: int = LOOP_ROUNDS) -> float:
     return round(statistics.median(times), 2)
 
 
-async def _median_ms(rounds: int, call: Any) -> float:
+async def _median_ms(rounds: int, call: Callable[[int], Awaitable[None]]) -> float:
     await call(-1)  # the first pays for a connection or a cold page
     times = []
     for i in range(rounds):
