@@ -20,7 +20,6 @@ for the same job run it once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -35,6 +34,7 @@ from jobs.inprocess import run_single_job
 from memory.admin_ports import Progress
 from memory.errors import AlfredError
 from memory.job_ports import JobState
+from memory.tasks import cancel_and_wait
 from runtime.bundle import Services
 from runtime.jobs import progress_key, queue_name
 from runtime.settings import Settings
@@ -186,9 +186,7 @@ class AdminClient:
         except BaseException:
             # Given up (or interrupted): stop the runner; arq puts its job back.
             if runner is not None and not runner.done():
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
+                await cancel_and_wait(runner)
             raise
         if runner is not None:
             # The job's result is written before the runner has closed its worker: let it

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,6 +44,7 @@ from integrations.redis.queue import (
 from jobs.reminder_tasks import sweep as reminder_sweep
 from jobs.tasks import startup
 from jobs.worker import worker_options
+from memory.tasks import await_ignoring_inner_cancel
 from runtime.bundle import Services
 from runtime.jobs import jobs_runtime, queue_name
 from services.formation_duties import (
@@ -141,7 +142,7 @@ class InprocessWorker:
         # was asked for, and it happened; the error is logged, not raised.
         for step, awaitable in (("close", self.worker.close()), ("task", self.task)):
             try:
-                await _ignoring_inner_cancel(awaitable)
+                await await_ignoring_inner_cancel(awaitable)
             except CLOSE_ERRORS as exc:
                 log.warning("in-process worker %s on a dead queue: %r", step, exc)
 
@@ -151,22 +152,10 @@ async def _discard(worker: Worker) -> None:
     pool = worker.pool
     # A dead Redis fails close() half-way: its health key stays until it expires.
     with contextlib.suppress(*CLOSE_ERRORS):
-        await _ignoring_inner_cancel(worker.close())
+        await await_ignoring_inner_cancel(worker.close())
     with contextlib.suppress(*CLOSE_ERRORS):
         if pool is not None:
             await pool.aclose()
-
-
-async def _ignoring_inner_cancel(awaitable: Awaitable[Any]) -> None:
-    """Await ``awaitable``; a CancelledError that comes from the tasks being stopped
-    (arq re-raises a job task's cancellation from ``close()``) is not ours to raise,
-    unless this task itself is being cancelled."""
-    try:
-        await awaitable
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
 
 
 async def start_inprocess_worker(

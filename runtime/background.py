@@ -8,9 +8,10 @@ outlives the bot.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from abc import ABC, abstractmethod
 from typing import ClassVar
+
+from memory.tasks import cancel_and_wait
 
 
 class BackgroundLoop(ABC):
@@ -29,9 +30,7 @@ class BackgroundLoop(ABC):
     async def aclose(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     @abstractmethod
     async def _loop(self) -> None:

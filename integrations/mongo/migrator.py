@@ -12,7 +12,6 @@ then finds nothing left to do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -30,6 +29,7 @@ from integrations.mongo.upsert import upsert
 from memory.constants import FACTS, SCHEMA_MIGRATIONS
 from memory.errors import ConfigurationError, Unavailable
 from memory.ports import Clock, Embedder
+from memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -138,9 +138,7 @@ class MigrationLock:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
+            await cancel_and_wait(self._heartbeat)
         await self.coll.delete_one({"_id": LOCK_ID, "token": self.token})
 
     def check(self) -> None:

@@ -26,6 +26,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from memory.job_ports import Lease, LockBusy, LockLost
+from memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +88,7 @@ class RedisThreadLocks:
         try:
             yield lease
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            await cancel_and_wait(renewer)
             try:
                 await self._client.eval(_RELEASE, 1, key, token)  # type: ignore[misc]
             except (RedisError, OSError) as exc:

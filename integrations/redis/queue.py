@@ -30,6 +30,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from memory.job_ports import JobState
 from memory.reminders import job_id as reminder_job_id
+from memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +196,7 @@ class JobQueue:
         try:
             yield
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            await cancel_and_wait(renewer)
 
     async def queued_count(self) -> int:
         return int(await self.pool.zcard(self.name))
