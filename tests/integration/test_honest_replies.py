@@ -272,3 +272,38 @@ async def test_notes_are_recalled_and_a_learned_instruction_can_be_withdrawn(
     assert "Notes:" in about_us and "barbecue" in about_us, about_us
     assert "dropped your instruction" in withdrawn, withdrawn
     assert "brief" not in after, after
+
+
+async def test_forgetting_someones_thing_by_name_holds_across_formation_and_days(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A request like "forget Eve's birthday" (a possessive, no "that" or "about") is a forget: the
+    "Done" is true after the background has run and a day has passed, the other memory
+    of Eve stays, and the request itself is not kept to be recalled."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that my sister Eve's birthday is on March 3"),
+            say("nora", "dm:nora", "remember that Eve likes green tea"),
+            say("nora", "dm:nora", "forget Eve's birthday"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            say("nora", "dm:nora", "When is Eve's birthday?"),
+            say("nora", "dm:nora", "What does Eve like?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "f",
+    )
+    texts = _texts(out)
+    assert texts[2].startswith("Done"), texts[2]
+    birthday, likes = texts[3:5]
+    assert "March" not in birthday, birthday
+    assert "green tea" in likes and "March" not in likes, likes
+    current = _current(dumps(out)[-1])
+    assert not any("March" in c for c in current), current
+    assert any("green tea" in c for c in current), current
+    said = [m.get("text", "") for m in dumps(out)[-1].get("messages", [])]
+    assert said and not any("forget Eve" in t for t in said), said

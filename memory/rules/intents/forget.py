@@ -38,6 +38,11 @@ _FORGET_ALL: Final = (
         re.IGNORECASE,
     ),
 )
+#: Words whose "'s" is "is" or "us", not a possessive.
+_CONTRACTED: Final = (
+    r"(?:it|that|this|what|there|here|he|she|who|where|when|how|why|let|everyone|everybody"
+    r"|everything|nothing|someone|somebody|something)"
+)
 _FORGET_TARGET: Final = (
     re.compile(
         r"^(?:forget|erase|delete|remove)\s+(?:everything|what|anything)\s+(?:you\s+(?:know|remember)|"
@@ -50,6 +55,11 @@ _FORGET_TARGET: Final = (
         re.I | re.S,
     ),
     re.compile(r"^forget\s+(?P<t>(?:my|our|the)\b.+)$", re.I | re.S),
+    # "forget Eve's birthday": someone's thing, named by a possessive. A contraction
+    # ("forget it's fine", "forget that's done", "forget let's …") is no possessive.
+    re.compile(
+        rf"^forget\s+(?!{_CONTRACTED}['’]s\b)(?P<t>[^\W\d_][\w-]*['’]s\s+\w.*)$", re.I | re.S
+    ),
     re.compile(
         r"^(?:delete|erase|remove)\s+(?:the\s+)?(?:memory|fact|note)\s+(?:that|about)\s+(?P<t>.+)$",
         re.I | re.S,
