@@ -44,6 +44,7 @@ from bot.bench.common import (
     bench_world,
     emit,
     percentiles,
+    sizes_or_exit,
 )
 from bot.bench.fake_answers import formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
@@ -234,10 +235,9 @@ def register(app: typer.Typer) -> None:
         serving that circle (each size runs in a fresh process)."""
         spawn = multiprocessing.get_context("spawn")
         results = []
-        for x in sizes.split(","):
-            if x.strip():
-                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-                    results.append(pool.submit(_one_size, int(x), messages, data_dir).result())
+        for size in sizes_or_exit(sizes, "bot"):
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                results.append(pool.submit(_one_size, size, messages, data_dir).result())
         out = {
             "messages": messages,
             "by_facts": {

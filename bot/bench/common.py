@@ -46,6 +46,36 @@ _COLUMNS = (
 )
 
 
+def sizes_or_exit(value: str, command: str) -> list[int]:
+    """``--sizes`` ("1000,10000") as the fact counts to measure. Anything else stops the
+    bench before it starts anything, with one line that says what was wrong (exit 2),
+    rather than a traceback after a size's process has been spawned."""
+    sizes: list[int] = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        try:
+            size = int(part.replace("_", ""))
+        except ValueError:
+            size = 0
+        if size < 1:
+            stderr.print(
+                f"alfred bench {command}: --sizes takes positive whole numbers separated by "
+                f"commas (e.g. 1000,10000), not {part!r}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(2)
+        sizes.append(size)
+    if not sizes:
+        stderr.print(
+            f"alfred bench {command}: --sizes names no size (e.g. 1000,10000)", soft_wrap=True
+        )
+        raise typer.Exit(2)
+    return sizes
+
+
 def percentiles(samples_ms: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
     if not samples_ms:
         return {f"p{q}": 0.0 for q in qs}

@@ -31,6 +31,7 @@ from bot.bench.common import (
     emit,
     percentiles,
     progress,
+    sizes_or_exit,
     stderr,
 )
 from bot.bench.machine import machine_line, machine_speed
@@ -408,13 +409,12 @@ def register(app: typer.Typer) -> None:
             stderr.print("alfred bench retrieval: --compare knows only 'mem0'")
             raise typer.Exit(2)
         options: dict[str, Any] = {"compare": compare, "others": others}
+        measured = sizes_or_exit(sizes, "retrieval") if plot is not None else []
         if plot is None:
             result = asyncio.run(run_retrieval(facts, queries, data_dir=data_dir, **options))
         else:
             points = [
-                asyncio.run(run_retrieval(int(n), queries, data_dir=None, **options))
-                for n in sizes.split(",")
-                if n.strip()
+                asyncio.run(run_retrieval(n, queries, data_dir=None, **options)) for n in measured
             ]
             _plot(points, plot)
             result = {**points[-1], "series": points, "plot": str(plot)}

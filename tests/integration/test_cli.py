@@ -421,3 +421,25 @@ def test_help_for_every_command(cli: Cli) -> None:
     top = results[0].stdout
     for name in COMMANDS:
         assert re.search(rf"│ {name} ", top), name
+
+
+def test_a_bench_with_bad_sizes_stops_before_it_starts_with_one_line(cli: Cli) -> None:
+    combos = [
+        ("bench", "bot", "--sizes", "abc"),
+        ("bench", "bot", "--sizes", "1000,0"),
+        ("bench", "bot", "--sizes", " , "),
+        ("bench", "retrieval", "--plot", str(cli.data_dir / "p.png"), "--sizes", "10,ten"),
+    ]
+    results = cli.run_all(combos)
+    assert [done.returncode for done in results] == [2, 2, 2, 2]
+    assert [one_line(done.stderr) for done in results] == [
+        "alfred bench bot: --sizes takes positive whole numbers separated by commas"
+        " (e.g. 1000,10000), not 'abc'",
+        "alfred bench bot: --sizes takes positive whole numbers separated by commas"
+        " (e.g. 1000,10000), not '0'",
+        "alfred bench bot: --sizes names no size (e.g. 1000,10000)",
+        "alfred bench retrieval: --sizes takes positive whole numbers separated by commas"
+        " (e.g. 1000,10000), not 'ten'",
+    ]
+    assert all(done.stdout == "" for done in results)
+    assert not (cli.data_dir / "p.png").exists()
