@@ -48,6 +48,7 @@ from memory.rules.intents import (
     PinIntent,
     RecallIntent,
     RememberIntent,
+    RememberLastIntent,
     detect_ambiguous_reference,
     detect_intent,
     strip_addressing,
@@ -63,7 +64,7 @@ from services.reply.deps import ReplyDeps
 from services.reply.directives import Directives
 from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
-from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, Forgetting
+from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, REMEMBER_WHAT, Forgetting
 from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
 
 log = logging.getLogger(__name__)
@@ -493,12 +494,20 @@ class Assistant:
         if isinstance(intent, ExportIntent):  # a person's right over their data, like forget
             replies, private = await self.exports.answer(inc, viewer)
             return Turn(replies, handled=True, private=private)
+        said = None
+        if isinstance(intent, RememberLastIntent):  # "remember that", after saying it
+            said = await self.forgetting.previous_statement(thread, viewer)
+            if said is None:
+                return say(REMEMBER_WHAT)
+            intent = RememberIntent(payload=said.text)
         # Forgetting works whatever the flags say: it is a person's right over their data.
         storing = isinstance(intent, RememberIntent | CorrectionIntent) or (
             isinstance(intent, DirectiveIntent) and not intent.revoke
         )
         if storing and not (memory_on and flags.extraction):
             return say(NOT_STORING)
+        if said is not None:  # stored on request: formation must not learn it again
+            await self.d.journal.mark_handled([said.id])
         if isinstance(intent, RecallIntent):
             if not (memory_on and flags.retrieval):
                 return say(NOT_RECALLING)

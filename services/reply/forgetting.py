@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from memory.models import (
     FORGET_CHOICE,
+    Message,
     Partition,
     ReflectionScope,
     Role,
@@ -21,7 +22,11 @@ from memory.models import (
 )
 from memory.operations import FORGET_WHICH_REDACTED, OperationResult
 from memory.privacy import is_visible
+from memory.rules.addressing import strip_addressing
 from memory.rules.confirm import is_confirmation
+from memory.rules.intents import detect_intent
+from memory.rules.intents.lists import detect_list_intent
+from memory.rules.intents.remind import detect_reminder
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.deps import ReplyDeps
@@ -39,6 +44,12 @@ CONFIRM_ERASE_US = (
 )
 #: How many facts and notes a "what do you remember about …?" lists before "…and N more".
 RECALL_FACTS = 30
+#: "OK" or "will do" before a bare "remember that" is no statement to keep.
+REMEMBER_LAST_MIN_WORDS = 3
+#: The answer to a bare "remember that" with nothing before it to keep.
+REMEMBER_WHAT = (
+    'What should I remember? Say it with the request, e.g. "remember that my locker code is 4411".'
+)
 RECALL_NOTES = 10
 ERASE_CANCELLED = "OK — I've cancelled the erase: nothing was deleted."
 ERASE_LAPSED = (
@@ -123,9 +134,33 @@ class Forgetting:
 
     async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
         """What the person said before "forget that" (the thing to forget)."""
+        said = await self._previous(thread, viewer)
+        return said.text if said is not None else None
+
+    async def previous_statement(self, thread: Thread, viewer: Viewer) -> Message | None:
+        """What the person said before a bare "remember that", when it is something to
+        keep (its text without the addressing): a statement of a few words that asked
+        Alfred for nothing else (no question, no request Alfred already acted on, no
+        placeholder the journal keeps for one)."""
+        said = await self._previous(thread, viewer)
+        text = strip_addressing(said.text if said is not None else "").strip()
+        if (
+            said is None
+            or len(text.split()) < REMEMBER_LAST_MIN_WORDS
+            or text.startswith("[")
+            or text.endswith("?")
+            or detect_intent(text) is not None
+            or detect_reminder(text) is not None
+            or detect_list_intent(text) is not None
+        ):
+            return None
+        return said.model_copy(update={"text": text})
+
+    async def _previous(self, thread: Thread, viewer: Viewer) -> Message | None:
+        """The person's message before the one being answered, among the thread's last."""
         recent = await self.d.journal.recent(thread.id, limit=10)
         mine = [m for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
-        return mine[-2].text if len(mine) >= 2 else None
+        return mine[-2] if len(mine) >= 2 else None
 
     async def recall(
         self, viewer: Viewer, target: str, instructions: Sequence[Standing] = ()

@@ -307,3 +307,55 @@ async def test_forgetting_someones_thing_by_name_holds_across_formation_and_days
     assert any("green tea" in c for c in current), current
     said = [m.get("text", "") for m in dumps(out)[-1].get("messages", [])]
     assert said and not any("forget Eve" in t for t in said), said
+
+
+async def test_a_bare_remember_that_keeps_what_was_said_before_it_and_nothing_else(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "remember that" on its own keeps the person's message before it, as "forget that"
+    forgets it: the "Got it" is true after formation and a day, the statement is marked
+    handled (formation does not learn it a second time), a DM statement stays the
+    person's own and a group one is the circle's. With only a question or nothing
+    before it, Alfred asks what to keep and stores nothing."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that"),
+            say("nora", "dm:nora", "is the gym open on Sunday?"),
+            say("nora", "dm:nora", "remember that"),
+            say("nora", "dm:nora", "My locker code is 4411"),
+            say("nora", "dm:nora", "remember that"),
+            say("omar", "group:home", "The wifi password is bluefrog22"),
+            say("omar", "group:home", "@alfred keep that in mind"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            say("nora", "dm:nora", "what's my locker code?"),
+            say("nora", "group:home", "@alfred what's the wifi password?"),
+            say("omar", "group:home", "@alfred what's Nora's locker code?"),
+            say("omar", "dm:omar", "what's the locker code?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "r",
+    )
+    texts = _texts(out)
+    assert texts[0].startswith("What should I remember?"), texts[0]
+    assert texts[2].startswith("What should I remember?"), texts[2]
+    assert "remember" in texts[4].lower(), texts[4]
+    assert "remember" in texts[5].lower(), texts[5]
+    mine, wifi, omar_group, omar_dm = texts[-4:]
+    assert "4411" in mine, mine
+    assert "bluefrog22" in wifi, wifi
+    assert "4411" not in omar_group and "4411" not in omar_dm, (omar_group, omar_dm)
+    dump = dumps(out)[-1]
+    facts = [f for f in dump["facts"] if f["invalid_at"] is None]
+    locker = [f for f in facts if "4411" in f["content"]]
+    wifi_facts = [f for f in facts if "bluefrog22" in f["content"]]
+    assert len(locker) == 1 and locker[0]["visibility"] == "dm", locker
+    assert len(wifi_facts) == 1 and wifi_facts[0]["visibility"] == "shared"
+    assert not any("gym" in f["content"] for f in facts), facts
+    said = {m["text"]: m for m in dump["messages"]}
+    assert said["My locker code is 4411"]["handled"] is True
+    assert said["The wifi password is bluefrog22"]["handled"] is True

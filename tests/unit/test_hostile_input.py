@@ -25,10 +25,13 @@ from memory.prompts.reply import CitedMemory, ReplyContext
 from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
+    ExportIntent,
     ForgetAllIntent,
     ForgetIntent,
+    PinIntent,
     RecallIntent,
     RememberIntent,
+    RememberLastIntent,
     detect_ambiguous_reference,
     detect_intent,
     strip_addressing,
@@ -44,11 +47,14 @@ NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 ANN = Person(id="u-ann", name="Ann")
 INTENTS = (
     RememberIntent,
+    RememberLastIntent,
     CorrectionIntent,
     ForgetIntent,
     ForgetAllIntent,
     RecallIntent,
     DirectiveIntent,
+    PinIntent,
+    ExportIntent,
 )
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -61,11 +61,12 @@ from memory.rules.intents.kinds import (
     PinIntent,
     RecallIntent,
     RememberIntent,
+    RememberLastIntent,
 )
 from memory.rules.intents.pin import detect_pin
 from memory.rules.intents.recall import detect_recall
 from memory.rules.intents.reference import detect_ambiguous_reference
-from memory.rules.intents.remember import detect_remember
+from memory.rules.intents.remember import detect_remember, detect_remember_last
 
 __all__ = [
     "CorrectionIntent",
@@ -78,6 +79,7 @@ __all__ = [
     "PinIntent",
     "RecallIntent",
     "RememberIntent",
+    "RememberLastIntent",
     "detect_ambiguous_reference",
     "detect_correction",
     "detect_directive",
@@ -87,5 +89,6 @@ __all__ = [
     "detect_pin",
     "detect_recall",
     "detect_remember",
+    "detect_remember_last",
     "strip_addressing",
 ]

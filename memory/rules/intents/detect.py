@@ -9,7 +9,7 @@ from memory.rules.intents.forget import detect_forget
 from memory.rules.intents.kinds import Intent
 from memory.rules.intents.pin import detect_pin
 from memory.rules.intents.recall import detect_recall
-from memory.rules.intents.remember import detect_remember
+from memory.rules.intents.remember import detect_remember, detect_remember_last
 
 
 def detect_intent(text: str) -> Intent | None:
@@ -31,7 +31,9 @@ def detect_intent(text: str) -> Intent | None:
     pin = detect_pin(text)
     if pin is not None:
         return pin
-    found: Intent | None = detect_recall(text) or detect_remember(text)
+    found: Intent | None = (
+        detect_recall(text) or detect_remember(text) or detect_remember_last(text)
+    )
     if found is not None:
         return found
     return detect_directive(text) or detect_correction(text)

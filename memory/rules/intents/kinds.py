@@ -18,6 +18,13 @@ class RememberIntent(_Intent):
     payload: str
 
 
+class RememberLastIntent(_Intent):
+    """A message that is only a cue pointing back ("remember that", "keep that in mind"):
+    the caller finds what the person said just before, as for "forget that"."""
+
+    kind: Literal["remember_last"] = "remember_last"
+
+
 class CorrectionIntent(_Intent):
     """The user corrects something Alfred knows.
 
@@ -94,6 +101,7 @@ class DirectiveIntent(_Intent):
 
 Intent = (
     RememberIntent
+    | RememberLastIntent
     | CorrectionIntent
     | ForgetIntent
     | ForgetAllIntent

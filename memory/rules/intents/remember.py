@@ -22,7 +22,7 @@ from memory.rules.intents.clause import (
     has_letters,
     sentence_clauses,
 )
-from memory.rules.intents.kinds import RememberIntent
+from memory.rules.intents.kinds import RememberIntent, RememberLastIntent
 
 _REMEMBER_CUES: Final = (
     re.compile(r"^remember(?:\s+this)?\s*[:\-–—]\s*(?P<p>.+)$", re.I | re.S),
@@ -92,6 +92,16 @@ def detect_remember(text: str) -> RememberIntent | None:
                 break
             return RememberIntent(payload=payload)
     return None
+
+
+def detect_remember_last(text: str) -> RememberLastIntent | None:
+    """A message that is nothing but a cue pointing back ("remember that", "please keep
+    that in mind", "@alfred don't forget it"): what to keep is the person's message before
+    it. Asked ("remember that?") it is a reminiscence."""
+    clauses = sentence_clauses(text)
+    if len(clauses) != 1 or clauses[0].question:
+        return None
+    return RememberLastIntent() if _BARE_CUE.match(clauses[0].text) else None
 
 
 def _trailing(clauses: list[Clause], index: int) -> RememberIntent | None:

@@ -6,7 +6,10 @@ import pytest
 
 from memory.rules.intents import (
     RememberIntent,
+    RememberLastIntent,
+    detect_intent,
     detect_remember,
+    detect_remember_last,
 )
 
 
@@ -108,3 +111,36 @@ def test_a_closing_cue_keeps_what_was_said_before_it(text: str, payload: str) ->
 )
 def test_a_closing_cue_needs_a_statement_before_it(text: str) -> None:
     assert detect_remember(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remember that",
+        "@alfred remember that",
+        "Alfred, please remember this!",
+        "remember it, please",
+        "don't forget that",
+        "keep that in mind",
+        "note that down",
+        "make a note of it",
+    ],
+)
+def test_a_message_that_is_only_a_cue_points_back(text: str) -> None:
+    assert detect_remember_last(text) == RememberLastIntent()
+    assert detect_intent(text) == RememberLastIntent()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remember that?",
+        "do you remember that",
+        "I remember that",
+        "remember",
+        "The dentist moved to 4pm. Remember that.",
+        "remember that I like tea",
+    ],
+)
+def test_a_question_or_a_cue_with_its_statement_does_not_point_back(text: str) -> None:
+    assert detect_remember_last(text) is None
