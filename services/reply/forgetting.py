@@ -44,13 +44,13 @@ CONFIRM_ERASE_US = (
 )
 #: How many facts and notes a "what do you remember about …?" lists before "…and N more".
 RECALL_FACTS = 30
+RECALL_NOTES = 10
 #: "OK" or "will do" before a bare "remember that" is no statement to keep.
 REMEMBER_LAST_MIN_WORDS = 3
 #: The answer to a bare "remember that" with nothing before it to keep.
 REMEMBER_WHAT = (
     'What should I remember? Say it with the request, e.g. "remember that my locker code is 4411".'
 )
-RECALL_NOTES = 10
 ERASE_CANCELLED = "OK — I've cancelled the erase: nothing was deleted."
 ERASE_LAPSED = (
     "I didn't erase anything: I wait only 5 minutes for a yes, and that request has lapsed. "
