@@ -175,10 +175,16 @@ class RecentLeg:
         return [float(np.dot(q, self._vectors[m.id])) for m in messages]
 
 
+def is_statement(text: str) -> bool:
+    """Whether journaled ``text`` states something: not empty, not a command ("/…"), not
+    the placeholder the journal keeps for a request ("[…]"), not a question."""
+    return bool(text.strip()) and not _NOT_A_STATEMENT.search(text)
+
+
 def _statement(message: Message, query: str) -> bool:
-    """Whether a message may answer: no question, command or the query itself."""
+    """Whether a message may answer: a statement, and not the query itself."""
     text = message.text.strip()
-    if not text or _NOT_A_STATEMENT.search(text):
+    if not is_statement(text):
         return False
     return " ".join(text.casefold().split()) != " ".join(query.casefold().split())
 

@@ -27,6 +27,7 @@ from memory.rules.confirm import is_confirmation
 from memory.rules.intents import detect_intent
 from memory.rules.intents.lists import detect_list_intent
 from memory.rules.intents.remind import detect_reminder
+from memory.search.recent import is_statement
 from services.membership import Membership
 from services.messages import Incoming, Outgoing, split_for_telegram
 from services.reply.deps import ReplyDeps
@@ -139,16 +140,16 @@ class Forgetting:
 
     async def previous_statement(self, thread: Thread, viewer: Viewer) -> Message | None:
         """What the person said before a bare "remember that", when it is something to
-        keep (its text without the addressing): a statement of a few words that asked
-        Alfred for nothing else (no question, no request Alfred already acted on, no
-        placeholder the journal keeps for one)."""
+        keep (its text without the addressing): a statement of a few words, as the recent
+        leg reads one (:func:`memory.search.recent.is_statement`), that asked Alfred for
+        nothing else."""
         said = await self._previous(thread, viewer)
-        text = strip_addressing(said.text if said is not None else "").strip()
+        if said is None:
+            return None
+        text = strip_addressing(said.text).strip()
         if (
-            said is None
-            or len(text.split()) < REMEMBER_LAST_MIN_WORDS
-            or text.startswith("[")
-            or text.endswith("?")
+            len(text.split()) < REMEMBER_LAST_MIN_WORDS
+            or not is_statement(text)
             or detect_intent(text) is not None
             or detect_reminder(text) is not None
             or detect_list_intent(text) is not None
