@@ -409,12 +409,12 @@ def register(app: typer.Typer) -> None:
             stderr.print("alfred bench retrieval: --compare knows only 'mem0'")
             raise typer.Exit(2)
         options: dict[str, Any] = {"compare": compare, "others": others}
-        measured = sizes_or_exit(sizes, "retrieval") if plot is not None else []
         if plot is None:
             result = asyncio.run(run_retrieval(facts, queries, data_dir=data_dir, **options))
         else:
-            points = [
-                asyncio.run(run_retrieval(n, queries, data_dir=None, **options)) for n in measured
+            points = [  # every size is checked before the first one runs
+                asyncio.run(run_retrieval(n, queries, data_dir=None, **options))
+                for n in sizes_or_exit(sizes, "retrieval")
             ]
             _plot(points, plot)
             result = {**points[-1], "series": points, "plot": str(plot)}
