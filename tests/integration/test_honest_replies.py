@@ -11,6 +11,13 @@ from runtime.settings import Settings
 from tests.helpers.replay import dumps, replay_lines, replies, say
 
 STORING_CLAIMS = ("noted", "keep it in mind", "i'll remember", "remembered", "saved")
+#: The background forms what was said, then a day passes and it runs again.
+FORMATION_THEN_A_DAY: list[dict[str, Any]] = [
+    {"clock": "+20m"},
+    {"jobs": "drain"},
+    {"clock": "+1d"},
+    {"jobs": "drain"},
+]
 
 
 def _texts(out: list[dict[str, Any]]) -> list[str]:
@@ -287,10 +294,7 @@ async def test_forgetting_someones_thing_by_name_holds_across_formation_and_days
             say("nora", "dm:nora", "remember that my sister Eve's birthday is on March 3"),
             say("nora", "dm:nora", "remember that Eve likes green tea"),
             say("nora", "dm:nora", "forget Eve's birthday"),
-            {"clock": "+20m"},
-            {"jobs": "drain"},
-            {"clock": "+1d"},
-            {"jobs": "drain"},
+            *FORMATION_THEN_A_DAY,
             say("nora", "dm:nora", "When is Eve's birthday?"),
             say("nora", "dm:nora", "What does Eve like?"),
             {"dump": "all"},
@@ -328,10 +332,7 @@ async def test_a_bare_remember_that_keeps_what_was_said_before_it_and_nothing_el
             say("nora", "dm:nora", "remember that"),
             say("omar", "group:home", "The wifi password is bluefrog22"),
             say("omar", "group:home", "@alfred keep that in mind"),
-            {"clock": "+20m"},
-            {"jobs": "drain"},
-            {"clock": "+1d"},
-            {"jobs": "drain"},
+            *FORMATION_THEN_A_DAY,
             say("nora", "dm:nora", "what's my locker code?"),
             say("nora", "group:home", "@alfred what's the wifi password?"),
             say("omar", "group:home", "@alfred what's Nora's locker code?"),
