@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openai import AsyncOpenAI
-
-from integrations.mem0.cloud import Mem0CloudIndex
 from integrations.mem0.common import OSS_EMBED_TIMEOUT_S
-from integrations.mem0.oss import Mem0OssIndex
 from memory.errors import ConfigurationError
 from memory.llm import LLM
 from memory.ports import Embedder
@@ -42,6 +38,10 @@ def build_llm(settings: LLMSettings) -> LLM:
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
     """The configured :class:`memory.ports.Embedder`; loading model weights stays lazy."""
     if settings.embeddings_mode is Mode.CONFIGURED:
+        # Imported here: the client library takes a second or more to import, which
+        # every command, the bot and the worker would pay on the offline defaults too.
+        from openai import AsyncOpenAI
+
         from integrations.openai_embedder import OpenAIEmbedder
 
         api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
@@ -84,6 +84,8 @@ async def build_semantic_index(
     if mode in ("auto", "cloud"):
         if not key:
             raise ConfigurationError("MEM0_MODE=cloud needs MEM0_API_KEY")
+        from integrations.mem0.cloud import Mem0CloudIndex
+
         return await Mem0CloudIndex.connect(key, host=settings.mem0_host, data_dir=data_dir)
     base_url = embedder_base_url or settings.openai_base_url
     api_key = embedder_api_key or (
@@ -95,6 +97,8 @@ async def build_semantic_index(
             hint="set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible server",
         )
     path = None if in_memory else (vector_path or data_dir / "mem0" / "qdrant")
+    from integrations.mem0.oss import Mem0OssIndex
+
     return await Mem0OssIndex.create(
         embedder_base_url=base_url,
         embedder_api_key=api_key,
