@@ -142,9 +142,10 @@ class Forgetting:
         """What the person said before a bare "remember that", when it is something to
         keep (its text without the addressing): a statement of a few words, as the recent
         leg reads one (:func:`memory.search.recent.is_statement`), that asked Alfred for
-        nothing else."""
+        nothing else and that Alfred has not acted on already (an answer to "whose do you
+        mean?" is handled: the memory it completed is stored, its own words are not one)."""
         said = await self._previous(thread, viewer)
-        if said is None:
+        if said is None or said.handled:
             return None
         text = strip_addressing(said.text).strip()
         if (

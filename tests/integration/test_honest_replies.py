@@ -360,3 +360,30 @@ async def test_a_bare_remember_that_keeps_what_was_said_before_it_and_nothing_el
     said = {m["text"]: m for m in dump["messages"]}
     assert said["My locker code is 4411"]["handled"] is True
     assert said["The wifi password is bluefrog22"]["handled"] is True
+
+
+async def test_a_bare_remember_that_after_an_answered_question_keeps_nothing_more(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The answer to "whose do you mean?" was acted on already (the memory it completed
+    is stored, the answer is handled): a bare "remember that" after it asks what to keep
+    rather than storing the answer's words as a memory of their own."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "group:home", "@alfred remember that Grandpa collects stamps"),
+            say("nora", "group:home", "@alfred Omar's grandpa Olav"),
+            say("nora", "group:home", "@alfred remember that"),
+            *FORMATION_THEN_A_DAY,
+            {"dump": "all"},
+        ],
+        tmp_path / "r",
+    )
+    asked, answered, bare = _texts(out)[:3]
+    assert "whose do you mean" in asked, asked
+    assert answered.startswith("Got it"), answered
+    assert bare.startswith("What should I remember?"), bare
+    current = _current(dumps(out)[-1])
+    # the answer completed the memory it was asked for, and is no memory of its own
+    assert [c for c in current if "Olav" in c] == ["Omar's grandpa Olav collects stamps"], current
