@@ -37,6 +37,7 @@ from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
 from services.messages import TELEGRAM_MAX_TEXT, safe_text
 from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
+from tests.helpers.cleanup import drop_after_a_pause
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram
 from tests.helpers.hostile import hostile_message
 from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used by name
@@ -104,7 +105,7 @@ async def hostile(settings: Settings) -> AsyncIterator[Hostile]:
             yield state
         finally:
             logger.removeHandler(collector)
-            await replay.services.mongo.client.drop_database(database)
+            await drop_after_a_pause(replay.services.mongo.client, database)
 
 
 def _is_command(text: str) -> bool:

@@ -315,9 +315,17 @@ async def test_the_server_accepts_the_schema_of_every_formation_task(
     assert llm.output_mode is OutputMode.JSON_SCHEMA
 
 
-async def test_the_server_accepts_every_tool_alfred_offers(llm: OpenAILLM) -> None:
+#: Every tool at once is a long prompt and a large grammar for the server's one thread:
+#: 40 s alone on a slow 2-core machine, over a minute beside the suite's other workers.
+#: The time limits only tell a hang from slowness here.
+EVERY_TOOL_TIMEOUT = 240.0
+
+
+@pytest.mark.timeout(EVERY_TOOL_TIMEOUT + 60)
+async def test_the_server_accepts_every_tool_alfred_offers(client: AsyncOpenAI) -> None:
     # Each tool's parameters become part of the tool-call grammar; one the server cannot
     # compile is a 400 (``BadInput``), which is the only failure this test can see.
+    llm = make_llm(client, timeout=EVERY_TOOL_TIMEOUT)
     task = ChatTask("contract_schema", ModelTier.CHAT, NoContext, fixed(user("Hello.")))
 
     with contextlib.suppress(LLMTruncated):  # one token may be cut-off text or nothing

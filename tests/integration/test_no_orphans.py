@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from runtime.embedded import lease
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = [
     {"circle": "fam", "members": ["alice", "bob"]},
@@ -31,6 +33,7 @@ SCRIPT = [
     {"jobs": "drain"},
 ]
 COMMAND_TIMEOUT = 180
+LEASE_TIMEOUT = 60.0  # starting both servers on a busy machine
 SETTLE = 20.0  # the servers' grace period plus a stop, with a wide margin for a busy machine
 _PROC = Path("/proc")
 
@@ -112,10 +115,18 @@ def test_replay_with_a_data_dir_deleted_at_once_leaves_nothing_running(
     tmp_path: Path, script: Path
 ) -> None:
     data = tmp_path / "data"
-    result = run_alfred(tmp_path, "replay", str(script), "--data-dir", str(data))
-    assert result.returncode == 0, result.stderr
-    assert processes_in(data)  # the servers outlive the command for their grace period
-    remove_under_them(data)  # … and the folder goes away under them
+    # The test holds a lease of its own on both servers while the command runs, so they
+    # are certainly still up when it ends (their one-second grace alone may be over by
+    # then on a busy machine); letting go starts that grace at a moment the test chooses.
+    held = [lease.acquire(kind, data, timeout=LEASE_TIMEOUT) for kind in ("mongo", "redis")]
+    try:
+        result = run_alfred(tmp_path, "replay", str(script), "--data-dir", str(data))
+        assert result.returncode == 0, result.stderr
+        assert processes_in(data)
+    finally:
+        for each in held:
+            each.release()
+    remove_under_them(data)  # the folder goes away under servers in their grace period
     assert left_behind(data) == []
 
 
