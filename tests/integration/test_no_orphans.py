@@ -118,14 +118,12 @@ def test_replay_with_a_data_dir_deleted_at_once_leaves_nothing_running(
     # The test holds a lease of its own on both servers while the command runs, so they
     # are certainly still up when it ends (their one-second grace alone may be over by
     # then on a busy machine); letting go starts that grace at a moment the test chooses.
-    held = [lease.acquire(kind, data, timeout=LEASE_TIMEOUT) for kind in ("mongo", "redis")]
-    try:
+    with contextlib.ExitStack() as held:
+        for kind in ("mongo", "redis"):
+            held.enter_context(lease.acquire(kind, data, timeout=LEASE_TIMEOUT))
         result = run_alfred(tmp_path, "replay", str(script), "--data-dir", str(data))
         assert result.returncode == 0, result.stderr
         assert processes_in(data)
-    finally:
-        for each in held:
-            each.release()
     remove_under_them(data)  # the folder goes away under servers in their grace period
     assert left_behind(data) == []
 
