@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bot.bench import BENCHES
 from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH
 from memory.constants import SCHEMA_MIGRATIONS
 from migrations import discover
@@ -412,15 +413,24 @@ async def test_legacy_import_at_start_then_on_demand_after_mapping(cli: Cli) -> 
 
 
 def test_help_for_every_command(cli: Cli) -> None:
-    commands = [("--help",), *((name, "--help") for name in COMMANDS)]
+    commands = [
+        ("--help",),
+        *((name, "--help") for name in COMMANDS),
+        *(("bench", name, "--help") for name in BENCHES),
+    ]
     results = cli.run_all(commands)
     for args, done in zip(commands, results, strict=True):
         assert done.returncode == 0, (args, done.stderr)
         assert done.stderr == "", args
-        assert done.stdout.lstrip().startswith("Usage: "), args
+        usage = done.stdout.lstrip().splitlines()[0]
+        assert usage.startswith("Usage: ") and " ".join(("", *args[:-1], "[OPTIONS]")) in usage
+        assert "--install-completion" not in done.stdout, args
     top = results[0].stdout
     for name in COMMANDS:
         assert re.search(rf"│ {name} ", top), name
+    bench = results[1 + COMMANDS.index("bench")].stdout
+    for name in BENCHES:
+        assert re.search(rf"│ {name} ", bench), name
 
 
 def test_a_bench_with_bad_sizes_stops_before_it_starts_with_one_line(cli: Cli) -> None:
