@@ -7,12 +7,7 @@ thing. Checked in a fresh interpreter, since this test session has loaded them a
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.fresh_interpreter import probe
 
 PROBE = """
 import json, sys
@@ -32,16 +27,7 @@ print(json.dumps(seen))
 
 
 def test_help_loads_no_bench_and_a_bench_loads_only_itself() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = probe(PROBE)
     code, loaded, output = seen["top"]
     assert code == 0 and "bench" in output
     assert loaded == []

@@ -8,12 +8,8 @@ them for the calendar tests.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from tests.helpers.fresh_interpreter import probe
 
-ROOT = Path(__file__).resolve().parents[3]
 GOOGLE = ("googleapiclient", "google.auth", "google_auth_oauthlib", "httplib2", "oauthlib")
 
 PROBE = f"""
@@ -36,16 +32,7 @@ print(json.dumps({{"before": before, "after": loaded(), "url": url, "verifier": 
 
 
 def test_the_entry_points_and_the_calendar_feature_load_no_google_library() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = probe(PROBE)
     assert seen["before"] == []
     # First use loads them, and works: a consent URL with PKCE.
     assert "googleapiclient" not in seen["after"]  # the Calendar API is not used yet
