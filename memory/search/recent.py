@@ -12,8 +12,8 @@ since a journaled message carries the partition its facts would get.
 Scores are absolute (the same message scores the same for every query): relevance is a
 fixed mix of the cosine between the query and the message and the share of the query's
 keywords the message contains, and a message matching neither well enough is dropped.
-Messages that are no statements are skipped: questions, commands, what an explicit
-request already stored (``handled``), and the query itself.
+Messages that are no statements are skipped: questions, commands, requests to forget
+or delete, what an explicit request already stored (``handled``), and the query itself.
 """
 
 from __future__ import annotations
@@ -40,7 +40,14 @@ log = logging.getLogger(__name__)
 
 #: A raw message weighs like an ordinary fact (importance is 1-10).
 MESSAGE_IMPORTANCE = 5
-_NOT_A_STATEMENT = re.compile(r"^\s*(?:/|\[)|\?\s*\W*$")
+#: A command ("/…"), a request's placeholder ("[…]"), a question, or a request to delete
+#: something that was not understood as one ("forget Hana"): recalled as a memory, it would
+#: read as the thing Alfred was asked to remove.
+_NOT_A_STATEMENT = re.compile(
+    r"^\s*(?:/|\[)|\?\s*\W*$"
+    r"|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:please\s+)?(?:forget|erase|delete)\b",
+    re.IGNORECASE,
+)
 
 
 class RecentMessages(Protocol):
@@ -177,7 +184,8 @@ class RecentLeg:
 
 def is_statement(text: str) -> bool:
     """Whether journaled ``text`` states something: not empty, not a command ("/…"), not
-    the placeholder the journal keeps for a request ("[…]"), not a question."""
+    the placeholder the journal keeps for a request ("[…]"), not a question, not a request
+    to forget or delete."""
     return bool(text.strip()) and not _NOT_A_STATEMENT.search(text)
 
 

@@ -387,3 +387,37 @@ async def test_a_bare_remember_that_after_an_answered_question_keeps_nothing_mor
     current = _current(dumps(out)[-1])
     # the answer completed the memory it was asked for, and is no memory of its own
     assert [c for c in current if "Olav" in c] == ["Omar's grandpa Olav collects stamps"], current
+
+
+async def test_a_forget_it_could_not_read_says_how_and_is_never_recalled(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "forget Hana" (a bare name: it may as well be a change of plan) is not acted on:
+    Alfred says how to ask instead of "I can't chat", the memory stays, and the request
+    is never offered back as a memory, before formation or after it and a day. Asked the
+    way it says, Alfred forgets, and that holds too."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that Hana is allergic to peanuts"),
+            say("nora", "dm:nora", "forget Hana"),
+            say("nora", "dm:nora", "What is Hana allergic to?"),
+            *FORMATION_THEN_A_DAY,
+            say("nora", "dm:nora", "What is Hana allergic to?"),
+            say("nora", "dm:nora", "forget about Hana"),
+            *FORMATION_THEN_A_DAY,
+            say("nora", "dm:nora", "What is Hana allergic to?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "h",
+    )
+    texts = _texts(out)
+    assert len(texts) == 6, texts
+    assert '"forget about' in texts[1] and "can't chat" not in texts[1], texts[1]
+    for answer in texts[2:4]:
+        assert "peanuts" in answer and "forget Hana" not in answer, answer
+    assert texts[4].startswith("Done"), texts[4]
+    assert "peanuts" not in texts[5] and "forget" not in texts[5], texts[5]
+    dump = dumps(out)[-1]
+    assert not any("Hana" in c for c in _current(dump)), _current(dump)

@@ -27,6 +27,7 @@ from memory.constants import REFLECTION_MAX_WORDS
 from memory.models import ReflectionScope, Role, ThreadKind
 from memory.prompts.common import JournalLine
 from memory.prompts.reflect import ExtractedReflection, ReflectContext, Reflections, ScopeMemory
+from memory.rules.addressing import strip_addressing
 from memory.rules.intents.directive import detect_directive
 from memory.rules.intents.forget import detect_forget
 from memory.rules.intents.kinds import DirectiveIntent
@@ -222,8 +223,12 @@ def _session_notes(
 
 
 def summary_note(sentence: str, voice: Voice) -> str:
-    """One sentence of the rolling summary, at most 35 words, attributed to its speaker."""
-    text = " ".join(sentence.split())
+    """One sentence of the rolling summary, at most 35 words, attributed to its speaker,
+    without the words that addressed Alfred ("@alfred", "Alfred,"): the note says what
+    was asked or said, not whom it was said to."""
+    text = " ".join(strip_addressing(sentence).split())
+    if not text:
+        return ""
     if not looks_english(text):
         note = f"{voice.name} wrote: {text}"
     elif text.rstrip().endswith("?"):

@@ -5,8 +5,9 @@ context (:class:`memory.prompts.reply.ReplyContext`) it answers a question from 
 memories retrieval found, citing them, and says plainly that it runs offline when it
 cannot do better. It never claims to have stored anything, because a reply stores
 nothing: a statement gets an honest "I can't chat about that" with the way to have it
-remembered, an acknowledgement ("ok thanks", "cool") a short answer, and a greeting a short
-introduction to what works offline. (Explicit requests never reach it: the reply path
+remembered, an acknowledgement ("ok thanks", "cool") a short answer, a request to forget that the
+rules could not read ("forget Hana") the way to ask, and a greeting a short introduction
+to what works offline. (Explicit requests never reach it: the reply path
 handles them, and only they say "Noted"/"I'll remember that", after storing.)
 
 Proactive partner context (seed 004 §18.2): in a group, a question or a plan that names a
@@ -48,6 +49,13 @@ OFFLINE_STATEMENT: Final = (
     "I can't chat about that: I'm running offline, without a language model. "
     'If you want me to remember something, say "remember that …".'
 )
+#: The answer to a request to forget that the rules could not read ("forget Hana"): a bare
+#: name may be a change of plan ("forget Paris") as much as a deletion, so it is not acted
+#: on, and the person is told how to ask.
+FORGET_HOW: Final = (
+    'I\'m not sure what to forget. Say "forget that …" with the memory itself, or '
+    '"forget about …" with what it concerns, and I\'ll find it.'
+)
 WELCOME: Final = "You're welcome!"
 #: The answer to an acknowledgement ("ok", "cool", "got it").
 ACKNOWLEDGED: Final = "👍"
@@ -70,7 +78,8 @@ _ACK = re.compile(
     r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:(?:ok|okay|k|kk|cool|great|nice|good|fine"
     r"|perfect|awesome|super|lovely|alright|all right|sure|yes|yeah|yep|yup|no|nope|nah|got it"
     r"|gotcha|i see|understood|sounds good|makes sense|fair enough|right|wow|haha|lol|oh|ah"
-    r"|will do|no worries|no problem|np|noted|then)\b[\s,!.]*)+"
+    r"|will do|no worries|no problem|np|noted|then|never\s*mind|forget\s+(?:about\s+)?it)"
+    r"\b[\s,!.]*)+"
     r"(?:(?:thanks|thank you|thx|ty|cheers)\b[\s\w,!.]*)?$",
     re.I,
 )
@@ -82,6 +91,12 @@ _CLOCK = re.compile(
     re.I,
 )
 _EMOJI_ONLY = re.compile(r"^[\W_]+$")
+#: "forget Hana", "please delete Bob": a request to remove something (not "forget it").
+_FORGET_REQUEST = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:please\s+)?(?:forget|erase|delete)\s+"
+    r"(?!it\b|about\s+it\b)\w",
+    re.I,
+)
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
 )
@@ -202,6 +217,8 @@ def compose_for(ctx: ReplyContext) -> str:
         if ctx.memories:
             return "From what I remember:\n" + _cite(ctx)
         return NO_MEMORY
+    if _FORGET_REQUEST.match(text):
+        return FORGET_HOW
     return OFFLINE_STATEMENT
 
 

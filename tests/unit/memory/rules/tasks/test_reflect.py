@@ -118,6 +118,17 @@ async def test_session_summary_picks_informative_user_sentences() -> None:
     ]
 
 
+async def test_session_notes_leave_out_the_words_that_addressed_alfred() -> None:
+    """The note says what was asked, not whom: "@alfred" in a circle's summary is noise."""
+    lines = [
+        line("@alfred is anyone planning something for Friday?", message_id="m1"),
+        line("@alfred", who=BOB, message_id="m2"),
+    ]
+    assert await reflections(reflect_ctx(lines)) == [
+        (ReflectionScope.SESSION, "Alice asked: is anyone planning something for Friday?", None)
+    ]
+
+
 async def test_session_summary_is_capped_and_each_note_is_at_most_35_words() -> None:
     texts = [
         "Bob is restoring an old wooden sailing boat in the garage this winter.",

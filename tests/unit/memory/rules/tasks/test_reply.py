@@ -6,7 +6,13 @@ import pytest
 
 from memory.models import Category, ThreadKind
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
-from memory.rules.tasks.reply import ACKNOWLEDGED, OFFLINE_STATEMENT, compose_for, reply
+from memory.rules.tasks.reply import (
+    ACKNOWLEDGED,
+    FORGET_HOW,
+    OFFLINE_STATEMENT,
+    compose_for,
+    reply,
+)
 from tests.unit.memory.rules.tasks.journal import ALICE, NOW
 
 
@@ -77,7 +83,10 @@ def test_a_statement_is_not_answered_and_not_claimed_as_stored() -> None:
     assert "noted" not in OFFLINE_STATEMENT.lower()
 
 
-@pytest.mark.parametrize("text", ["ok", "cool", "@alfred got it", "sounds good!", "👍", "ok then"])
+@pytest.mark.parametrize(
+    "text",
+    ["ok", "cool", "@alfred got it", "sounds good!", "👍", "ok then", "never mind, forget it"],
+)
 def test_acknowledgements_get_a_short_answer_that_claims_nothing(text: str) -> None:
     assert _reply_to(text, "the gate code is 4512") == ACKNOWLEDGED
 
@@ -85,3 +94,19 @@ def test_acknowledgements_get_a_short_answer_that_claims_nothing(text: str) -> N
 @pytest.mark.parametrize("text", ["ok thanks", "cool, thank you!", "great, cheers"])
 def test_acknowledged_thanks_are_thanks(text: str) -> None:
     assert _reply_to(text) == "You're welcome!"
+
+
+@pytest.mark.parametrize(
+    "text", ["forget Hana", "@alfred please delete Bob", "Alfred, erase the old code"]
+)
+def test_a_forget_the_rules_could_not_read_is_told_how_to_ask(text: str) -> None:
+    """Not acted on (a bare name may be a change of plan), not "I can't chat": the way
+    to ask, which names the two forms that work."""
+    answer = _reply_to(text, "Hana is allergic to peanuts")
+    assert answer == FORGET_HOW
+    assert '"forget that' in answer and '"forget about' in answer
+
+
+@pytest.mark.parametrize("text", ["forgetting things is normal", "deleted the old photos today"])
+def test_words_that_start_like_forget_are_statements(text: str) -> None:
+    assert _reply_to(text) == OFFLINE_STATEMENT
