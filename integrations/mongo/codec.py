@@ -107,6 +107,14 @@ def clarification_from_doc(doc: Document) -> Clarification:
     return Clarification(id=str(doc["_id"]), partition=_partition_of(doc), **_generic_fields(doc))
 
 
+#: A journaled message's wall-clock nanoseconds at insert: the order of messages that share
+#: a ``created_at``. BSON dates hold milliseconds, and a replay's or ``alfred chat``'s
+#: simulated clock stands still between its clock lines, so a whole conversation can share
+#: one; ordered by id instead, "1001:10" came before "1001:9", and "forget that" found the
+#: wrong message. Messages journaled before it have none, and sort before those that do.
+JOURNALED_NS = "journaled_ns"
+
+
 def message_to_doc(message: Message) -> Document:
     return _generic_to_doc(message)
 

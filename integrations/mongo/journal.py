@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from integrations.mongo import turn_memo
-from integrations.mongo.codec import message_from_doc, message_to_doc
+from integrations.mongo.codec import JOURNALED_NS, message_from_doc, message_to_doc
 from integrations.mongo.turn_memo import MISSING
 from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
@@ -49,7 +50,9 @@ class MongoJournal:
     async def append(self, message: Message) -> bool:
         """Journal a message; False if it was already there (a redelivered update)."""
         try:
-            await self._messages.insert_one(message_to_doc(message))
+            await self._messages.insert_one(
+                {**message_to_doc(message), JOURNALED_NS: time.time_ns()}
+            )
         except DuplicateKeyError:
             return False
         return True
@@ -61,7 +64,7 @@ class MongoJournal:
             self._messages.find(
                 {"thread_id": thread_id, "formed": False, "set_aside": {"$ne": True}}
             )
-            .sort([("created_at", ASCENDING), ("_id", ASCENDING)])
+            .sort([("created_at", ASCENDING), (JOURNALED_NS, ASCENDING), ("_id", ASCENDING)])
             .limit(limit)
         )
         return [message_from_doc(d) async for d in cursor]
@@ -173,7 +176,8 @@ class MongoJournal:
         query: Document = {"thread_id": thread_id}
         if bounds:  # the thread_time index serves a time range after the thread
             query["created_at"] = {"$gte": max(bounds)}
-        cursor = self._messages.find(query).sort([("created_at", -1), ("_id", -1)]).limit(limit)
+        newest_first = [("created_at", -1), (JOURNALED_NS, -1), ("_id", -1)]
+        cursor = self._messages.find(query).sort(newest_first).limit(limit)
         return list(reversed([message_from_doc(d) async for d in cursor]))
 
     async def unformed_visible(self, viewer: Viewer, *, limit: int) -> list[Message]:

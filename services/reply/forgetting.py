@@ -25,6 +25,7 @@ from memory.privacy import is_visible
 from memory.rules.addressing import strip_addressing
 from memory.rules.confirm import is_confirmation
 from memory.rules.intents import detect_intent
+from memory.rules.intents.kinds import RememberIntent, RememberLastIntent
 from memory.rules.intents.lists import detect_list_intent
 from memory.rules.intents.remind import detect_reminder
 from memory.search.recent import is_statement
@@ -57,6 +58,21 @@ ERASE_LAPSED = (
     "I didn't erase anything: I wait only 5 minutes for a yes, and that request has lapsed. "
     'Say "forget everything about me" again if you still want it.'
 )
+
+
+def _keepable(said: str) -> str | None:
+    """``said`` without the addressing, when it is a statement a bare "remember that" keeps:
+    a few words, a statement as the recent leg reads one, asking Alfred for nothing else."""
+    text = strip_addressing(said).strip()
+    if (
+        len(text.split()) < REMEMBER_LAST_MIN_WORDS
+        or not is_statement(text)
+        or detect_intent(text) is not None
+        or detect_reminder(text) is not None
+        or detect_list_intent(text) is not None
+    ):
+        return None
+    return text
 
 
 class Forgetting:
@@ -134,9 +150,31 @@ class Forgetting:
         return None if is_confirmation(text) else ERASE_CANCELLED
 
     async def previous_text(self, thread: Thread, viewer: Viewer) -> str | None:
-        """What the person said before "forget that" (the thing to forget)."""
-        said = await self._previous(thread, viewer)
-        return said.text if said is not None else None
+        """What "forget that" points at: what the person said before it.
+
+        When that was a request to remember, what the request stored: "remember that X"
+        stored X, and a bare "remember that" stored the statement before it (marked
+        handled when it did). A request whose journal keeps a placeholder ("[a request to
+        forget something]"), or a bare "remember that" that stored nothing, points at
+        nothing: the caller asks what to forget. Taken as they were said, such words
+        matched no memory, and deleted every message that shared them while the memory
+        the person meant stayed, after a "Done"."""
+        mine = await self._mine(thread, viewer)
+        said = mine[-2] if len(mine) >= 2 else None
+        if said is None:
+            return None
+        text = strip_addressing(said.text).strip()
+        if not text or text.startswith("["):
+            return None
+        intent = detect_intent(text)
+        if isinstance(intent, RememberIntent):
+            return intent.payload
+        if isinstance(intent, RememberLastIntent):
+            before = mine[-3] if len(mine) >= 3 else None
+            if before is None or not before.handled:
+                return None
+            return _keepable(before.text)
+        return said.text
 
     async def previous_statement(self, thread: Thread, viewer: Viewer) -> Message | None:
         """What the person said before a bare "remember that", when it is something to
@@ -144,25 +182,18 @@ class Forgetting:
         leg reads one (:func:`memory.search.recent.is_statement`), that asked Alfred for
         nothing else and that Alfred has not acted on already (an answer to "whose do you
         mean?" is handled: the memory it completed is stored, its own words are not one)."""
-        said = await self._previous(thread, viewer)
+        mine = await self._mine(thread, viewer)
+        said = mine[-2] if len(mine) >= 2 else None
         if said is None or said.handled:
             return None
-        text = strip_addressing(said.text).strip()
-        if (
-            len(text.split()) < REMEMBER_LAST_MIN_WORDS
-            or not is_statement(text)
-            or detect_intent(text) is not None
-            or detect_reminder(text) is not None
-            or detect_list_intent(text) is not None
-        ):
-            return None
-        return said.model_copy(update={"text": text})
+        text = _keepable(said.text)
+        return said.model_copy(update={"text": text}) if text is not None else None
 
-    async def _previous(self, thread: Thread, viewer: Viewer) -> Message | None:
-        """The person's message before the one being answered, among the thread's last."""
+    async def _mine(self, thread: Thread, viewer: Viewer) -> list[Message]:
+        """The person's messages among the thread's last, oldest first; the one being
+        answered is the last."""
         recent = await self.d.journal.recent(thread.id, limit=10)
-        mine = [m for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
-        return mine[-2] if len(mine) >= 2 else None
+        return [m for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
 
     async def recall(
         self, viewer: Viewer, target: str, instructions: Sequence[Standing] = ()

@@ -178,3 +178,25 @@ async def test_since_bounds_the_read_and_what_it_returns(
         assert finds.filters == []  # both served by the snapshot
     assert [m.id for m in history] == await newest(db, HISTORY_PREFETCH, START)
     assert [m.id for m in bounded] == [m.id for m in got]
+
+
+async def test_messages_of_one_instant_keep_the_order_they_were_journaled_in(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """A replay's clock, and ``alfred chat``'s, stands still between its clock lines, so
+    a conversation can share one ``created_at``. Its order is the order of the journal's
+    writes, in every read: the last few, the turn's history and formation's batch (by id,
+    "…:10" came before "…:9", and "forget that" found the wrong message)."""
+    db = migrated_db
+    await db[THREADS].insert_one({"_id": THREAD, "kind": "group", "circle_id": "fam"})
+    journal = MongoJournal(db)
+    for n in range(1, 13):
+        await journal.append(said(n, START))
+    in_order = [f"{THREAD}:{n}" for n in range(1, 13)]
+    assert [m.id for m in await journal.recent(THREAD, limit=5)] == in_order[-5:]
+    assert [m.id for m in await journal.unformed(THREAD)] == in_order
+    with reply_turn():
+        memo = turn_memo.current()
+        assert memo is not None
+        await memory_snapshot(db, memo, viewer("ann", group("fam"), ["fam"]))
+        assert [m.id for m in await journal.recent(THREAD, limit=5)] == in_order[-5:]

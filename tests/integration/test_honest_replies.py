@@ -421,3 +421,48 @@ async def test_a_forget_it_could_not_read_says_how_and_is_never_recalled(
     assert "peanuts" not in texts[5] and "forget" not in texts[5], texts[5]
     dump = dumps(out)[-1]
     assert not any("Hana" in c for c in _current(dump)), _current(dump)
+
+
+async def test_forget_that_after_a_remember_forgets_what_it_stored(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "forget that" right after a request to remember means what the request stored:
+    the words after "remember that", or, after a bare "remember that", the statement it
+    kept. After a bare "remember that" that kept nothing, or after another "forget that",
+    it names nothing and Alfred asks. Each "Done" holds across formation and a day, and
+    nothing else is deleted on the way."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("nora", "dm:nora", "remember that the gate code is 4412"),
+            say("nora", "dm:nora", "forget that"),
+            say("nora", "dm:nora", "the boiler was serviced in March"),
+            say("nora", "dm:nora", "remember that"),
+            say("nora", "dm:nora", "forget that"),
+            say("nora", "dm:nora", "forget that"),
+            say("nora", "dm:nora", "remember that my locker is number 12"),
+            say("nora", "dm:nora", "remember that"),
+            say("nora", "dm:nora", "forget that"),
+            *FORMATION_THEN_A_DAY,
+            say("nora", "dm:nora", "what's the gate code?"),
+            say("nora", "dm:nora", "when was the boiler serviced?"),
+            say("nora", "dm:nora", "which locker is mine?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "r",
+    )
+    texts = _texts(out)
+    assert len(texts) == 12, texts
+    assert texts[1].startswith("Done") and texts[4].startswith("Done"), texts
+    assert texts[5].startswith("What should I forget?"), texts[5]
+    assert texts[7].startswith("What should I remember?"), texts[7]
+    assert texts[8].startswith("What should I forget?"), texts[8]
+    gate, boiler, locker = texts[9:]
+    assert "4412" not in gate and "March" not in boiler, (gate, boiler)
+    assert "number 12" in locker, locker
+    dump = dumps(out)[-1]
+    assert _current(dump) == ["Nora's locker is number 12"], _current(dump)
+    said = [m.get("text", "") for m in dump["messages"]]
+    assert "remember that my locker is number 12" in said, said
+    assert not any("4412" in t or "boiler was" in t for t in said), said
