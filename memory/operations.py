@@ -54,8 +54,15 @@ from memory.value_swap import swap_value
 
 log = logging.getLogger(__name__)
 
-#: Below this cosine a correction does not replace an existing fact (it is simply added).
+#: Below this share of content terms a correction does not replace an existing fact (it
+#: is simply added).
 CORRECTION_MATCH = 0.55
+#: Or at least this cosine: nearly the same sentence with another value ("the party is on
+#: Saturday" against "The party is on Friday": 0.92). MiniLM puts related but different
+#: facts at 0.6-0.7 ("my sister lives in Porto" against "My brother lives in Lisbon":
+#: 0.65; "Mom's birthday is May 3" against "Dad's birthday is June 9": 0.59), which a
+#: correction must not replace.
+CORRECTION_COSINE = 0.85
 #: How close a stored fact must be to "forget …" to be deleted.
 FORGET_MATCH = 0.6
 #: "Forget everything about me" reads up to this many of the person's messages for the
@@ -321,14 +328,26 @@ class MemoryOperations:
     async def _closest(
         self, viewer: Viewer, partitions: set[Partition], text: str, threshold: float
     ) -> Fact | None:
+        """The fact of ``partitions`` that ``text`` corrects: the closest that shares at
+        least ``threshold`` of its content terms, or that says nearly the same by meaning
+        (:data:`CORRECTION_COSINE`), newest first among equals."""
         candidates = [
             f
-            for f in await self.facts.list_visible(viewer)
+            for f in await self.facts.list_visible(viewer, with_embeddings=True)
             if f.partition in partitions and is_visible(f.partition, viewer)
         ]
         if not candidates:
             return None
-        score, best = (await self._ranked(text, candidates))[0]
+        query = (await self.embedder.embed([text]))[0]
+
+        def closeness(fact: Fact) -> float:
+            terms = overlap(text, fact.content)
+            if fact.embedding is None or len(fact.embedding) != len(query):
+                return terms
+            cosine = float(np.dot(np.asarray(fact.embedding), np.asarray(query)))
+            return max(terms, cosine if cosine >= CORRECTION_COSINE else 0.0)
+
+        score, best = max(((closeness(f), f) for f in candidates), key=lambda pair: pair[0])
         return best if score >= threshold else None
 
     async def _ranked(self, text: str, facts: Sequence[Fact]) -> list[tuple[float, Fact]]:

@@ -107,8 +107,17 @@ class FactStore(Protocol):
     ) -> bool: ...
     async def delete(self, fact_ids: Sequence[str]) -> list[Fact]: ...
     async def list_visible(
-        self, viewer: Viewer, *, include_history: bool = False, limit: int = 0
-    ) -> list[Fact]: ...
+        self,
+        viewer: Viewer,
+        *,
+        include_history: bool = False,
+        limit: int = 0,
+        with_embeddings: bool = False,
+    ) -> list[Fact]:
+        """The facts ``viewer`` may see, newest first; their vectors only when asked for
+        (a correction compares meanings; listing them needs none)."""
+        ...
+
     async def get(self, fact_id: str) -> Fact | None: ...
     async def owned_by(self, user_id: str) -> list[Fact]: ...
     async def current_from_message(self, message_id: str) -> list[Fact]:

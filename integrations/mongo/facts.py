@@ -309,7 +309,12 @@ class MongoFactStore:
         return [fact_from_doc(d) async for d in await self._facts.aggregate(pipeline)]
 
     async def list_visible(
-        self, viewer: Viewer, *, include_history: bool = False, limit: int = 0
+        self,
+        viewer: Viewer,
+        *,
+        include_history: bool = False,
+        limit: int = 0,
+        with_embeddings: bool = False,
     ) -> list[Fact]:
         """The facts ``viewer`` may see, newest first (for "what do you remember")."""
         found = await visible_documents(
@@ -318,7 +323,7 @@ class MongoFactStore:
             None if include_history else {"current": True},
             sort=[("created_at", -1)],
             limit=limit,
-            projection=NO_EMBEDDING,
+            projection=None if with_embeddings else NO_EMBEDDING,
         )
         return [fact_from_doc(d) for d in found]
 

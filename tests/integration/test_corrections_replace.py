@@ -193,3 +193,37 @@ async def test_an_explicit_correction_after_a_plain_statement_keeps_it_as_histor
     assert current == ["Nora lives in Tromso"], current
     assert history == ["Nora lives in Oslo"], history
     _no_question(out)
+
+
+async def test_actually_with_another_value_of_the_same_sentence_replaces_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "actually the party is on Saturday" shares only "party" with "The party is on
+    Friday" (half its content terms), but says nearly the same by meaning: it replaces
+    it, and that holds after formation and a day. A fact about someone else ("dad's
+    birthday" for "mom's birthday", a cosine of about 0.6) is close in meaning too, but
+    not that close: it is added beside it, and mom's stays current."""
+    out = await replay_lines(
+        settings,
+        [
+            FAM,
+            say("nora", "dm:nora", "remember that the party is on Friday"),
+            say("nora", "dm:nora", "actually the party is on Saturday"),
+            say("nora", "dm:nora", "remember that mom's birthday is May 3"),
+            say("nora", "dm:nora", "actually dad's birthday is June 9"),
+            *FORM,
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            say("nora", "dm:nora", "when is the party?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "party",
+    )
+    texts = [r["text"] for r in replies(out)]
+    assert texts[1].startswith("Thanks for the correction"), texts[1]
+    assert "Saturday" in texts[-1] and "Friday" not in texts[-1], texts[-1]
+    assert _facts(out, "party") == (["The party is on Saturday"], ["The party is on Friday"])
+    assert texts[3].startswith("Thanks, noted"), texts[3]
+    assert _facts(out, "mom") == (["Mom's birthday is May 3"], [])
+    assert _facts(out, "dad") == (["Dad's birthday is June 9"], [])
+    _no_question(out)
