@@ -564,7 +564,11 @@ class MemoryOperations:
 
 def similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
     """How close ``text`` (embedded as ``vector``) is to ``fact``: the larger of shared
-    content terms and cosine (terms catch exact wording, cosine paraphrase)."""
+    content terms and cosine (terms catch exact wording, cosine paraphrase). The cosine
+    counts only for a fact read with its vector: "forget …" and "pin …" read them without,
+    so they match by words, since facts of one shape about different things sit at a
+    cosine of 0.6-0.9 ("The party is on Friday" and "… Saturday": 0.92), and a forget
+    deletes for good."""
     score = overlap(text, fact.content)
     if vector is not None and fact.embedding is not None and len(fact.embedding) == len(vector):
         score = max(score, float(np.dot(np.asarray(fact.embedding), np.asarray(vector))))
