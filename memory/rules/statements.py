@@ -42,7 +42,8 @@ _SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNOREC
 _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
     r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not"
-    r"|don'?t\s+forget|remember|ok(?:ay)?|right|yeah|fyi)\b"
+    r"|don'?t\s+forget|remember|ok(?:ay)?|right|yeah|fyi|btw|by\s+the\s+way|for\s+the\s+record"
+    r"|just\s+so\s+(?:you(?:\s+all)?|everyone|everybody|y'?all|u)\s+knows?|in\s+case\s+(?:you|anyone))\b"
     r"|\s+[-–—]\s).*$",
     re.IGNORECASE | re.S,
 )

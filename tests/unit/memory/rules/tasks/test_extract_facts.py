@@ -93,6 +93,15 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
             5,
         ),
         ("Bob and I love sushi", "Bob and Alice love sushi", F, 6),
+        # An aside after the fact is no part of it.
+        (
+            "I'm allergic to shellfish, just so everyone knows",
+            "Alice is allergic to shellfish",
+            F,
+            9,
+        ),
+        ("I'm allergic to kiwi, by the way", "Alice is allergic to kiwi", F, 9),
+        ("I'm allergic to nuts, in case you were wondering", "Alice is allergic to nuts", F, 9),
     ],
 )
 async def test_first_person_statements(
