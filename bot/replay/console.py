@@ -67,7 +67,13 @@ class ChatConsole:
             and args[1] == "in"
             and args[2].split(":")[0] in ("group", "dm")
         ):
-            self.who, self.where = args[0].lower(), args[2]
+            who, where = args[0].lower(), args[2]
+            kind, _, owner = where.partition(":")
+            if kind == "dm" and owner.lower() != who:
+                # As in a script: a DM is its owner's chat with Alfred, nobody else's.
+                self.out.print(f"[red]only {escape(owner)} can speak in {escape(where)}[/]")
+                return True
+            self.who, self.where = who, where
             self.out.print(f"[dim]now speaking as {self.who} in {self.where}[/]")
         elif command == "/circle" and len(args) >= 1:
             await self.replay.run_event("circle", {"name": args[0], "members": args[1:]})

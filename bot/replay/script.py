@@ -152,6 +152,7 @@ def _check(number: int, kind: str, value: Any) -> None:
             '"say" needs string "from", "in" and "text"',
         )
         need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+        _own_dm(need, value["from"], value["in"], "speak")
         need(value.get("reply_to") in (None, "bot"), '"reply_to" can only be "bot"')
     elif kind == "clock":
         need(
@@ -193,6 +194,18 @@ def _someone_in_a_thread(
         f'"{kind}" needs string "as", "in" and "{what}"',
     )
     need(_is_thread(value["in"]), '"in" is "group:<circle>" or "dm:<user>"')
+    _own_dm(need, value["as"], value["in"], kind)
+
+
+def _own_dm(need: Callable[[bool, str], None], who: str, where: str, what: str) -> None:
+    """A DM has one person in it, its owner: "ana" in "dm:ben" cannot happen in Telegram,
+    and a replay that let it would answer Ana's question with her memories in Ben's chat,
+    an audit's false alarm."""
+    kind, _, owner = where.partition(":")
+    need(
+        kind != "dm" or owner.casefold() == who.casefold(),
+        f'only {owner} can {what} in "{where}": a DM is its owner\'s chat with Alfred',
+    )
 
 
 def _is_thread(ref: Any) -> bool:

@@ -453,3 +453,38 @@ def test_a_bench_with_bad_sizes_stops_before_it_starts_with_one_line(cli: Cli) -
     ]
     assert all(done.stdout == "" for done in results)
     assert not (cli.data_dir / "p.png").exists()
+
+
+def test_chat_is_the_bot_at_a_prompt(cli: Cli) -> None:
+    """``alfred chat`` as a newcomer types into it: a circle, a request in the group, the
+    answer to another member there, and the console keeps a DM its owner's alone (as a
+    script does). Input ends the session; the embedded servers stop with it."""
+    typed = "\n".join(
+        [
+            "/circle fam ana ben",
+            "/as ana in group:fam",
+            "@alfred remember that the bins go out on Thursday",
+            "/as ben in group:fam",
+            "@alfred when do the bins go out?",
+            "/as ana in dm:ben",
+            "/probe when do the bins go out?",
+            "/quit",
+        ]
+    )
+    done = subprocess.run(
+        cli.command("chat", "--data-dir", str(cli.data_dir)),
+        cwd=cli.cwd,
+        env=cli.env,
+        input=typed + "\n",
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # the console wraps long lines
+    assert "Alfred: Got it, I'll remember that." in out, out
+    answer = out.split("now speaking as ben in group:fam", 1)[1].strip()
+    assert answer.startswith("Alfred: From what I remember:") and "on Thursday" in answer, out
+    assert "only ben can speak in dm:ben" in out, out
+    # Refused, the console still speaks as ben in the group: his probe finds it there.
+    assert "bins go out on Thursday" in out.split("only ben can speak in dm:ben", 1)[1], out

@@ -265,6 +265,11 @@ def test_parse_script_accepts_or_names_the_bad_line(lines: list[str]) -> None:
         ('{"circle": "fam", "members": "ann"}', '"members" is a list'),
         ('{"calendar": {"user": "a\\nb", "event": {"id": "e"}, "from": "dm:c"}}', "a\\u000ab"),
         ('{"dump": {"all": true}}', '"dump" must be "all"'),
+        # A DM holds its owner alone: anyone else there would be answered with their own
+        # memories in somebody else's chat.
+        ('{"say": {"from": "ann", "in": "dm:bob", "text": "x"}}', 'only bob can speak in "dm:bob"'),
+        ('{"probe": {"as": "ann", "in": "dm:bob", "query": "x"}}', "only bob can probe in"),
+        ('{"press": {"as": "ann", "in": "dm:bob", "button": "x"}}', "only bob can press in"),
     ],
 )
 def test_parse_script_refuses_with_one_clear_line(line: str, says: str) -> None:

@@ -25,6 +25,7 @@ from typing import Final
 from memory.models import ThreadKind
 from memory.prompts.common import Person
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest, local_now
+from memory.rules.addressing import strip_addressing
 from memory.rules.partners import (
     is_joint_plan,
     mentions_plan,
@@ -189,7 +190,8 @@ def partner_context(ctx: ReplyContext, partners: list[Person] | None = None) -> 
 def compose_for(ctx: ReplyContext) -> str:
     """The offline answer to one message, from its structured reply context."""
     text = ctx.text.strip()
-    if _GREETING.match(text) and len(text) < 40:
+    bare = strip_addressing(text)  # "hello @alfred", or a mention alone, is a greeting
+    if not bare or (_GREETING.match(bare) and len(bare) < 40):
         return GREETING
     if _THANKS.match(text) and len(text) < 60:
         return WELCOME

@@ -9,6 +9,7 @@ from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
 from memory.rules.tasks.reply import (
     ACKNOWLEDGED,
     FORGET_HOW,
+    GREETING,
     OFFLINE_STATEMENT,
     compose_for,
     reply,
@@ -110,3 +111,8 @@ def test_a_forget_the_rules_could_not_read_is_told_how_to_ask(text: str) -> None
 @pytest.mark.parametrize("text", ["forgetting things is normal", "deleted the old photos today"])
 def test_words_that_start_like_forget_are_statements(text: str) -> None:
     assert _reply_to(text) == OFFLINE_STATEMENT
+
+
+@pytest.mark.parametrize("text", ["hello @alfred", "@alfred", "Hi Alfred!", "@alfred good morning"])
+def test_a_greeting_or_a_bare_mention_gets_the_introduction(text: str) -> None:
+    assert _reply_to(text) == GREETING
