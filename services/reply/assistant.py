@@ -37,7 +37,6 @@ from memory.models import (
     Viewer,
 )
 from memory.operations import FORGET_CHOICES_MAX, MemoryOperations, choice_answer
-from memory.pinning import Pinning
 from memory.prompts.common import Person
 from memory.rules.intents import (
     CorrectionIntent,
@@ -66,6 +65,7 @@ from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, REMEMBER_WHAT, Forgetting
 from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
+from services.reply.pins import PinRequests
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class Assistant:
         self.conversation = Conversation(deps)
         self.forgetting = Forgetting(deps, membership)
         self.commands = ChatCommands(deps)
-        self.pinning = Pinning(deps.facts, deps.operations.embedder)
+        self.pins = PinRequests(deps, self.forgetting, self._members)
         self.directives = Directives(deps)
         self.edits = Edits(deps)
         self.exports = ExportRequests(Exporter(deps, self.directives), deps)
@@ -516,8 +516,7 @@ class Assistant:
         if isinstance(intent, PinIntent):
             if not memory_on:
                 return say(NOT_RECALLING)
-            named = [intent.target] if intent.target else await self._just_said(thread, viewer)
-            return say((await self.pinning.pin(viewer, named, intent.pinned)).text)
+            return say(await self.pins.answer(inc, thread, viewer, speaker, intent))
         if isinstance(intent, RememberIntent):
             reference = detect_ambiguous_reference(intent.payload, thread.kind)
             if reference is not None:
@@ -568,14 +567,6 @@ class Assistant:
             retrieved=answer.retrieved,
             handled=answer.used_lists,
         )
-
-    async def _just_said(self, thread: Thread, viewer: Viewer) -> list[str]:
-        """What "pin that" points at: the person's previous message here, then Alfred's
-        last answer (e.g. "what's the wifi password?" → "It's …" → "pin that")."""
-        recent = await self.d.journal.recent(thread.id, limit=10)
-        mine = [m.text for m in recent if m.user_id == viewer.user_id and m.role is Role.USER]
-        ours = [m.text for m in recent if m.role is Role.AGENT]
-        return [*mine[-2:-1], *ours[-1:]]
 
 
 def _parts_with_buttons(

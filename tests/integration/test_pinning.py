@@ -117,6 +117,38 @@ async def test_pin_that_points_at_what_was_just_discussed(
     assert _bakery(dumps(out)[-1]) is True
 
 
+async def test_pin_that_keeps_what_was_just_said_before_it_is_a_memory(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "I love gardening" → "pin that", before formation: nothing to find yet, so it is
+    kept at once, pinned, as a bare "remember that" keeps it. Formation does not learn it
+    a second time, and a month later it is one pinned memory. With nothing said before
+    it to keep, "pin that" still says it found nothing."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "fam", "members": ["dana", "eli"]},
+            say("dana", "dm:dana", "I love gardening"),
+            say("dana", "dm:dana", "pin that"),
+            say("eli", "dm:eli", "ok"),
+            say("eli", "dm:eli", "pin that"),
+            say("dana", "dm:dana", "the weather is grey today"),
+            say("dana", "dm:dana", "we watched a film last night"),
+            {"clock": "+20m"},
+            {"jobs": "drain"},
+            {"clock": "+30d"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+        ],
+        tmp_path / "g",
+    )
+    texts = [r["text"] for r in replies(out)]
+    assert texts[1].startswith("Pinned") and "gardening" in texts[1], texts[1]
+    assert texts[3] == NOTHING_TO_PIN, texts[3]
+    gardening = {c: p for c, p in _pins(dumps(out)[-1]).items() if "gardening" in c}
+    assert list(gardening.values()) == [True], gardening
+
+
 async def _score_after_a_year(settings: Settings, path: Path, *, pin: bool) -> float:
     lines: list[Any] = [*FORMED_JOB]
     if pin:
