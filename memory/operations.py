@@ -264,11 +264,13 @@ class MemoryOperations:
         *,
         old_value: str | None = None,
         new_value: str | None = None,
+        others: Sequence[Person] = (),
     ) -> OperationResult:
         """Apply "actually …" at once: the closest fact of the speaker's partition here is
         invalidated (kept as history) and the corrected statement stored; any other
         current fact the statement gives a new value for is retired too (exactly one value
-        stays current). "I meant X, not Y" swaps the value in what was stored or said."""
+        stays current). "I meant X, not Y" swaps the value in what was stored or said.
+        ``others``: the group's members, who name "our" as :meth:`remember` does."""
         if old_value and new_value:
             return await swap_value(self, viewer, speaker, old_value, new_value, message_id)
         statement, negated = split_correction(statement, negated)
@@ -284,7 +286,7 @@ class MemoryOperations:
         stored: list[Fact] = []
         retired: list[Fact] = []
         if statement:
-            facts = await self.facts_from(thread, speaker, statement, message_id)
+            facts = await self.facts_from(thread, speaker, statement, message_id, others)
             items = [
                 (
                     content,

@@ -543,6 +543,7 @@ class Assistant:
                 inc.journal_id,
                 old_value=intent.old_value,
                 new_value=intent.new_value,
+                others=await self._members(thread),
             )
             return say(result.text)
         if isinstance(intent, DirectiveIntent):

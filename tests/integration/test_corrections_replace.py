@@ -227,3 +227,25 @@ async def test_actually_with_another_value_of_the_same_sentence_replaces_it(
     assert _facts(out, "mom") == (["Mom's birthday is May 3"], [])
     assert _facts(out, "dad") == (["Dad's birthday is June 9"], [])
     _no_question(out)
+
+
+async def test_a_correction_in_the_group_names_our_members_as_remember_does(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "our" in a group's correction is the members by name, as in a request to remember
+    (it read "The group members'", since the correction was not told who they are)."""
+    out = await replay_lines(
+        settings,
+        [
+            FAM,
+            say("nora", "group:fam", "@alfred remember that our landlord's phone is 555-0102"),
+            say("theo", "group:fam", "@alfred actually our landlord's phone is 555-0199"),
+            {"dump": "all"},
+        ],
+        tmp_path / "our",
+    )
+    texts = [r["text"] for r in replies(out)]
+    assert texts[1].startswith("Thanks for the correction"), texts[1]
+    current, history = _facts(out, "landlord")
+    assert current == ["Nora and Theo's landlord's phone is 555-0199"], current
+    assert history == ["Nora and Theo's landlord's phone is 555-0102"], history
