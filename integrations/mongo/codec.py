@@ -113,6 +113,10 @@ def clarification_from_doc(doc: Document) -> Clarification:
 #: one; ordered by id instead, "1001:10" came before "1001:9", and "forget that" found the
 #: wrong message. Messages journaled before it have none, and sort before those that do.
 JOURNALED_NS = "journaled_ns"
+#: The journal's order, oldest first: by time, then by insert, then by id, so it is total.
+#: Every read of messages in order sorts by it (or by its reverse, :data:`NEWEST_FIRST`).
+OLDEST_FIRST: tuple[tuple[str, int], ...] = (("created_at", 1), (JOURNALED_NS, 1), ("_id", 1))
+NEWEST_FIRST: tuple[tuple[str, int], ...] = tuple((key, -way) for key, way in OLDEST_FIRST)
 
 
 def message_to_doc(message: Message) -> Document:

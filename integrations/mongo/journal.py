@@ -8,12 +8,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from integrations.mongo import turn_memo
-from integrations.mongo.codec import JOURNALED_NS, message_from_doc, message_to_doc
+from integrations.mongo.codec import (
+    JOURNALED_NS,
+    NEWEST_FIRST,
+    OLDEST_FIRST,
+    message_from_doc,
+    message_to_doc,
+)
 from integrations.mongo.turn_memo import MISSING
 from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
@@ -64,7 +70,7 @@ class MongoJournal:
             self._messages.find(
                 {"thread_id": thread_id, "formed": False, "set_aside": {"$ne": True}}
             )
-            .sort([("created_at", ASCENDING), (JOURNALED_NS, ASCENDING), ("_id", ASCENDING)])
+            .sort(list(OLDEST_FIRST))
             .limit(limit)
         )
         return [message_from_doc(d) async for d in cursor]
@@ -176,8 +182,7 @@ class MongoJournal:
         query: Document = {"thread_id": thread_id}
         if bounds:  # the thread_time index serves a time range after the thread
             query["created_at"] = {"$gte": max(bounds)}
-        newest_first = [("created_at", -1), (JOURNALED_NS, -1), ("_id", -1)]
-        cursor = self._messages.find(query).sort(newest_first).limit(limit)
+        cursor = self._messages.find(query).sort(list(NEWEST_FIRST)).limit(limit)
         return list(reversed([message_from_doc(d) async for d in cursor]))
 
     async def unformed_visible(self, viewer: Viewer, *, limit: int) -> list[Message]:

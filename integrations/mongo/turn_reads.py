@@ -32,7 +32,7 @@ from pymongo.asynchronous.command_cursor import AsyncCommandCursor
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
-from integrations.mongo.codec import JOURNALED_NS
+from integrations.mongo.codec import NEWEST_FIRST as JOURNAL_NEWEST_FIRST
 from integrations.mongo.turn_memo import MISSING, TurnMemo
 from memory.constants import CIRCLES, CLARIFICATIONS, MESSAGES, PARTITIONS, THREADS, USERS
 from memory.models import Partition, Role, Viewer
@@ -53,9 +53,8 @@ Document = dict[str, Any]
 HISTORY_PREFETCH: Final = 13
 #: Unformed messages fetched for the recent leg (it asks for 20).
 UNFORMED_PREFETCH: Final = 20
-#: The journal's order for both of a turn's message reads (ties by insert, then by id, so
-#: it is total).
-NEWEST_FIRST: Final[Document] = {"$sort": {"created_at": -1, JOURNALED_NS: -1, "_id": -1}}
+#: The journal's order for both of a turn's message reads (:data:`codec.NEWEST_FIRST`).
+NEWEST_FIRST: Final[Document] = {"$sort": dict(JOURNAL_NEWEST_FIRST)}
 _SRC: Final = "_alfred_turn_src"
 _MEMBERS: Final = "_alfred_members"
 _BY_KEY: Final = "_alfred_by_key"

@@ -40,12 +40,13 @@ log = logging.getLogger(__name__)
 
 #: A raw message weighs like an ordinary fact (importance is 1-10).
 MESSAGE_IMPORTANCE = 5
-#: A command ("/…"), a request's placeholder ("[…]"), a question, or a request to delete
-#: something that was not understood as one ("forget Hana"): recalled as a memory, it would
-#: read as the thing Alfred was asked to remove.
-_NOT_A_STATEMENT = re.compile(
-    r"^\s*(?:/|\[)|\?\s*\W*$"
-    r"|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:please\s+)?(?:forget|erase|delete)\b",
+#: A command ("/…"), a request's placeholder ("[…]") or a question.
+_NOT_A_STATEMENT = re.compile(r"^\s*(?:/|\[)|\?\s*\W*$")
+#: A message that asks to forget, erase or delete, however it addresses Alfred ("@alfred
+#: please forget …"), understood as a request or not ("forget Hana"): recalled as a
+#: memory, it would read as the thing Alfred was asked to remove.
+DELETE_REQUEST = re.compile(
+    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:please\s+)?(?:forget|erase|delete)\b",
     re.IGNORECASE,
 )
 
@@ -186,7 +187,9 @@ def is_statement(text: str) -> bool:
     """Whether journaled ``text`` states something: not empty, not a command ("/…"), not
     the placeholder the journal keeps for a request ("[…]"), not a question, not a request
     to forget or delete."""
-    return bool(text.strip()) and not _NOT_A_STATEMENT.search(text)
+    return (
+        bool(text.strip()) and not _NOT_A_STATEMENT.search(text) and not DELETE_REQUEST.match(text)
+    )
 
 
 def _statement(message: Message, query: str) -> bool:

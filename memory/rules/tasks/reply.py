@@ -32,6 +32,7 @@ from memory.rules.partners import (
     named_members,
     states_preference,
 )
+from memory.search.recent import DELETE_REQUEST
 from memory.search.text import tokenize
 
 #: Words that address Alfred rather than ask about anything.
@@ -92,12 +93,9 @@ _CLOCK = re.compile(
     re.I,
 )
 _EMOJI_ONLY = re.compile(r"^[\W_]+$")
-#: "forget Hana", "please delete Bob": a request to remove something (not "forget it").
-_FORGET_REQUEST = re.compile(
-    r"^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:please\s+)?(?:forget|erase|delete)\s+"
-    r"(?!it\b|about\s+it\b)\w",
-    re.I,
-)
+#: "forget Hana", "please delete Bob": a request to remove something, as the recent leg
+#: reads one, that names what (not "forget it").
+_FORGET_REQUEST = re.compile(DELETE_REQUEST.pattern + r"\s+(?!it\b|about\s+it\b)\w", re.I)
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
 )
