@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from bot.replay.script import may_act_in
 from bot.replay.world import Replay, data_folder, replay_world
 from runtime.settings import Settings
 
@@ -68,9 +69,8 @@ class ChatConsole:
             and args[2].split(":")[0] in ("group", "dm")
         ):
             who, where = args[0].lower(), args[2]
-            kind, _, owner = where.partition(":")
-            if kind == "dm" and owner.lower() != who:
-                # As in a script: a DM is its owner's chat with Alfred, nobody else's.
+            if not may_act_in(who, where):  # as in a script
+                owner = where.partition(":")[2]
                 self.out.print(f"[red]only {escape(owner)} can speak in {escape(where)}[/]")
                 return True
             self.who, self.where = who, where

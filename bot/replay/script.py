@@ -197,13 +197,18 @@ def _someone_in_a_thread(
     _own_dm(need, value["as"], value["in"], kind)
 
 
-def _own_dm(need: Callable[[bool, str], None], who: str, where: str, what: str) -> None:
-    """A DM has one person in it, its owner: "ana" in "dm:ben" cannot happen in Telegram,
-    and a replay that let it would answer Ana's question with her memories in Ben's chat,
-    an audit's false alarm."""
+def may_act_in(who: str, where: str) -> bool:
+    """Whether ``who`` can be in thread ``where``: a DM has one person in it, its owner.
+    "ana" in "dm:ben" cannot happen in Telegram, and a replay (or the console) that let it
+    would answer Ana's question with her memories in Ben's chat, an audit's false alarm."""
     kind, _, owner = where.partition(":")
+    return kind != "dm" or owner.casefold() == who.casefold()
+
+
+def _own_dm(need: Callable[[bool, str], None], who: str, where: str, what: str) -> None:
+    owner = where.partition(":")[2]
     need(
-        kind != "dm" or owner.casefold() == who.casefold(),
+        may_act_in(who, where),
         f'only {owner} can {what} in "{where}": a DM is its owner\'s chat with Alfred',
     )
 
