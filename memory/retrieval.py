@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +51,8 @@ from memory.search.fusion import (
     strongest_leg,
     weighted_fusion,
 )
+from memory.search.guess import Guess, guess_key, stamp_of
+from memory.search.own_first import own_first
 from memory.search.recent import RecentLeg
 from memory.search.text import tokenize
 
@@ -61,13 +62,9 @@ log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2000
 #: Embeddings started ahead (:meth:`Retriever.warm`) kept until their search comes.
 WARM_KEPT = 8
-#: On a first-person query ("when is my mom's birthday?") "my" is the speaker's: their
-#: own memories whose cosine to the query is within this margin of the best match's rank
-#: before a partner's that match as well (the order changes, not the scores). Cosines are
-#: absolute, so the margin means the same in every query, and an unrelated memory of
-#: theirs is never lifted over a relevant one.
-FIRST_PERSON_MARGIN = 0.1
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|mine|myself)\b", re.IGNORECASE)
+#: Loop turns a ranking made ahead (:meth:`Retriever.foresee`) lets pass before it starts,
+#: so that the reads the turn sends next go out first (its CPU would hold them back).
+YIELDS_BEFORE_GUESSING = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +174,8 @@ class Retriever:
         self._background: set[asyncio.Task[None]] = set()
         #: Query embeddings started ahead of their search (:meth:`warm`), by query text.
         self._warming: dict[str, asyncio.Task[npt.NDArray[np.float32]]] = {}
+        #: Rankings made ahead of their search (:meth:`foresee`), by viewer and query.
+        self._guesses: dict[tuple[str, str, str, str], Guess[RetrievalResult]] = {}
 
     def warm(self, message: str) -> None:
         """Start embedding ``message`` now, for a :meth:`for_message` on it that comes
@@ -193,6 +192,43 @@ class Retriever:
         # awaits is collected here, so it is never reported as unretrieved.
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._warming[text] = task
+
+    def foresee(self, viewer: Viewer, message: str) -> None:
+        """Rank the facts for ``message`` now, on the index ``viewer``'s last search here
+        used, while the turn's reads that confirm (or update) that index are in flight:
+        the ranking's CPU overlaps the database's time instead of following it. The
+        search takes it only if the index it confirms is that very index, unchanged
+        (:class:`Guess`); anything else, and it ranks as it always does."""
+        text = _query_text(message)
+        peek = getattr(self.backend, "peek", None)
+        key = guess_key(viewer, text)
+        if not text or peek is None or self.extra_legs or key in self._guesses:
+            return  # another leg (mem0) asks a service: a guess would ask it twice
+        if not should_retrieve(message):
+            return
+        prepared = peek(viewer)
+        stamp = stamp_of(prepared)
+        if prepared is None or stamp is None:
+            return
+        while len(self._guesses) >= WARM_KEPT:
+            self._guesses.pop(next(iter(self._guesses))).drop()
+        result = RetrievalResult(retrieved=True)
+        vector = asyncio.create_task(self._embed(text, result))
+        guess = Guess(dynamic_limit(message), stamp, result, vector, prepared)
+        guess.task = asyncio.create_task(self._guessed(guess, viewer, text))
+        guess.task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self._guesses[key] = guess
+
+    async def _guessed(self, guess: Guess[RetrievalResult], viewer: Viewer, text: str) -> object:
+        """The guess's ranking; the index's stamp after it (a change while it ran voids it)."""
+        # Shielded: a guess dropped while it waits must not cancel the embedding the
+        # search that replaces it still needs.
+        vector = asyncio.shield(guess.vector)
+        for _ in range(YIELDS_BEFORE_GUESSING):
+            await asyncio.sleep(0)
+        source = cast(PreparedSearch, guess.source)
+        await self._rank(source, viewer, text, guess.limit, guess.result, vector, {})
+        return stamp_of(source)
 
     async def for_message(
         self, viewer: Viewer, message: str, *, about: Mapping[str, str] | None = None
@@ -216,14 +252,22 @@ class Retriever:
         with their visible unformed messages among them when the recent leg is on.
         ``about`` maps the user ids of people the query names to their names."""
         text = _query_text(query)
+        guess = self._guesses.pop(guess_key(viewer, text), None)
         if self.recent is None or limit <= 0 or not text:
-            return await self._search_facts(viewer, query, limit=limit, about=about)
+            return await self._search_facts(
+                viewer,
+                query,
+                limit=limit,
+                about=about,
+                guess=guess,
+                vector_task=guess.vector if guess is not None else None,
+            )
         # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
-        vector = asyncio.create_task(self._embed(text, result))
+        vector = guess.vector if guess else asyncio.create_task(self._embed(text, result))
         recent = asyncio.create_task(self._timed_recent(viewer, text, vector, about))
         result = await self._search_facts(
-            viewer, query, limit=limit, result=result, vector_task=vector, about=about
+            viewer, query, limit=limit, result=result, vector_task=vector, about=about, guess=guess
         )
         hits = await recent
         if isinstance(hits, str):
@@ -277,9 +321,12 @@ class Retriever:
         result: RetrievalResult | None = None,
         vector_task: asyncio.Task[Vector | None] | None = None,
         about: Mapping[str, str] | None = None,
+        guess: Guess[RetrievalResult] | None = None,
     ) -> RetrievalResult:
         """The ``limit`` best facts for ``query`` that ``viewer`` may see in their thread
-        (with the query's embedding already under way when ``vector_task`` is given)."""
+        (with the query's embedding already under way when ``vector_task`` is given). A
+        ``guess`` (:meth:`Retriever.foresee`) is taken when it ranked exactly the index
+        this search would rank."""
         result = result or RetrievalResult(retrieved=True)
         text = _query_text(query)
         if limit <= 0 or not text:
@@ -288,6 +335,38 @@ class Retriever:
         vector_task = vector_task or asyncio.create_task(self._embed(text, result))
         prepared = await self.backend.prepare(viewer)
         result.timings_ms["prepare"] = _ms(started)
+        if guess is not None and await guess.holds_for(prepared, limit, about or {}):
+            guessed = guess.result
+            result.facts, result.own_first = guessed.facts, guessed.own_first
+            result.legs.update(guessed.legs)
+            guessed.timings_ms.pop("prepare", None)
+            result.timings_ms.update(guessed.timings_ms)
+            result.timings_ms["total"] = _ms(started)
+            self._record_access([f.fact.id for f in result.facts], self.clock.now())
+            return result
+        ranked = await self._rank(prepared, viewer, text, limit, result, vector_task, about or {})
+        if guess is not None:  # the query's embedding was the guess's, and so is its record
+            embedded = guess.result
+            if "embed" in embedded.legs:
+                result.legs["embed"] = embedded.legs["embed"]
+            if "embed" in embedded.timings_ms:
+                result.timings_ms["embed"] = embedded.timings_ms["embed"]
+        result.timings_ms["total"] = _ms(started)
+        self._record_access(ranked, self.clock.now())
+        return result
+
+    async def _rank(
+        self,
+        prepared: PreparedSearch,
+        viewer: Viewer,
+        text: str,
+        limit: int,
+        result: RetrievalResult,
+        vector_task: Awaitable[Vector | None],
+        about: Mapping[str, str],
+    ) -> list[str]:
+        """Fill ``result`` with the ``limit`` best facts of ``prepared`` for ``text``;
+        the ids ranked, whose recall the caller records."""
         k = max(self.config.leg_k, limit)
 
         legs: dict[str, Awaitable[dict[str, float]]] = {
@@ -302,7 +381,7 @@ class Retriever:
         scores = dict(zip(legs, outcomes, strict=True))
 
         fused = self._fuse(scores)
-        named = await self._named(prepared, scores, about or {})
+        named = await self._named(prepared, scores, about)
         if self.config.min_dense > 0:
             dense, keyword = scores.get("dense", {}), scores.get("keyword", {})
             extras = {
@@ -317,8 +396,7 @@ class Retriever:
                 or i in named
             }
         if not fused:
-            result.timings_ms["total"] = _ms(started)
-            return result
+            return []
         shortlist = sorted(fused, key=lambda i: (-fused[i], i))[: max(limit * 4, 20)]
         resolved = await prepared.resolve(shortlist)
         now = self.clock.now()
@@ -345,13 +423,11 @@ class Retriever:
 
         final = blend(signals(fused), self.config.blend)
         scored = absolute_blend(signals(absolute), self.config.blend)
-        first = _own_first(text, viewer, visible, scores.get("dense", {}))
+        first = own_first(text, viewer, visible, scores.get("dense", {}))
         result.own_first = frozenset(first)
         ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
         result.facts = [ScoredFact(visible[i], scored[i], absolute.get(i, 0.0)) for i in ranked]
-        result.timings_ms["total"] = _ms(started)
-        self._record_access([i for i in ranked], now)
-        return result
+        return ranked
 
     async def _embed(self, text: str, result: RetrievalResult) -> Vector | None:
         started = time.perf_counter()
@@ -375,7 +451,7 @@ class Retriever:
         return vector
 
     async def _dense(
-        self, prepared: PreparedSearch, vector_task: asyncio.Task[Vector | None], k: int
+        self, prepared: PreparedSearch, vector_task: Awaitable[Vector | None], k: int
     ) -> dict[str, float]:
         vector = await vector_task
         if vector is None:
@@ -500,23 +576,6 @@ class Retriever:
 
 class LegSkipped(Exception):
     """A leg that had nothing to run with (no query vector)."""
-
-
-def _own_first(
-    query: str, viewer: Viewer, visible: Mapping[str, Candidate], dense: Mapping[str, float]
-) -> set[str]:
-    """The viewer's own memories about as close to a first-person query as its best
-    match (by cosine), ranked first; none without the dense leg."""
-    cosines = {i: dense[i] for i in visible if i in dense}
-    if not cosines or not _FIRST_PERSON.search(query):
-        return set()
-    best = max(cosines.values())
-    return {
-        i
-        for i, cosine in cosines.items()
-        if visible[i].partition.owner_user_id == viewer.user_id
-        and cosine >= best - FIRST_PERSON_MARGIN
-    }
 
 
 def _ms(started: float) -> float:

@@ -25,6 +25,11 @@ class AppSearch:
     def __init__(self, index: ScopeIndex) -> None:
         self._index = index
 
+    @property
+    def stamp(self) -> tuple[int, int]:
+        """The index searched and its count of changes: equal stamps, equal rankings."""
+        return (id(self._index), self._index.changes)
+
     async def dense(self, vector: Vector, k: int) -> dict[str, float]:
         if len(self._index.vectors) > OFFLOAD_ABOVE:
             return await asyncio.to_thread(self._dense, vector, k)
@@ -67,3 +72,9 @@ class AppSearchBackend:
 
     async def prepare(self, viewer: Viewer) -> AppSearch:
         return AppSearch(await self.cache.index_for(viewer))
+
+    def peek(self, viewer: Viewer) -> AppSearch | None:
+        """A search of the index ``viewer``'s last search used, unconfirmed (for a
+        ranking made ahead, which its search then confirms or drops)."""
+        index = self.cache.peek(viewer)
+        return AppSearch(index) if index is not None else None

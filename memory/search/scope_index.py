@@ -40,6 +40,8 @@ from memory.search.vector import VectorIndex
 DEFAULT_MAX_SCOPES = 256
 #: Facts read per query when an index loads or catches up.
 LOAD_CHUNK = 500
+#: Viewers whose last scope is remembered for :meth:`ScopeIndexCache.peek`, per scope kept.
+ASKERS_PER_SCOPE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +71,15 @@ class ScopeIndex:
     bm25: BM25Index = field(default_factory=BM25Index)
     vectors: VectorIndex = field(init=False)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Changes taken since it was made (a fact put or removed, a version moved, a
+    #: recall noted): a ranking made at one count is the ranking at that count.
+    changes: int = 0
 
     def __post_init__(self) -> None:
         self.vectors = VectorIndex(self.dimensions)
 
     def remove(self, fact_id: str) -> None:
+        self.changes += 1
         if self.facts.pop(fact_id, None) is not None:
             self.bm25.remove(fact_id)
             self.vectors.remove(fact_id)
@@ -140,6 +146,8 @@ class ScopeIndexCache:
         self._model_name = model_name
         self._max_scopes = max_scopes
         self._scopes: OrderedDict[tuple[str, ...], ScopeIndex] = OrderedDict()
+        #: The scope each viewer's last search in a thread used (:meth:`peek`).
+        self._last: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         self.loads = 0  # facts loaded from storage, for tests and metrics
 
     async def index_for(self, viewer: Viewer) -> ScopeIndex:
@@ -177,7 +185,19 @@ class ScopeIndexCache:
             if listed:
                 await self._sync(index, viewer, listed)
             index.versions.update(moved)
+            if moved:
+                index.changes += 1
+        self._last[_asker(viewer)] = key
+        self._last.move_to_end(_asker(viewer))
+        while len(self._last) > self._max_scopes * ASKERS_PER_SCOPE:
+            self._last.popitem(last=False)
         return index
+
+    def peek(self, viewer: Viewer) -> ScopeIndex | None:
+        """The index ``viewer``'s last search in this thread used, as it is now, unchecked:
+        for a ranking made ahead (:mod:`memory.search.guess`), never for an answer."""
+        key = self._last.get(_asker(viewer))
+        return self._scopes.get(key) if key is not None else None
 
     async def _reload(self, index: ScopeIndex, viewer: Viewer, ids: Sequence[str]) -> None:
         """Load the named facts again: those still current and visible replace what the
@@ -215,6 +235,7 @@ class ScopeIndexCache:
         wanted = set(fact_ids)
         for index in self._scopes.values():
             for fact_id in wanted & index.facts.keys():
+                index.changes += 1
                 old = index.facts[fact_id]
                 index.facts[fact_id] = IndexedFact(
                     id=old.id,
@@ -231,3 +252,8 @@ class ScopeIndexCache:
 
     def clear(self) -> None:
         self._scopes.clear()
+        self._last.clear()
+
+
+def _asker(viewer: Viewer) -> tuple[str, str]:
+    return (viewer.user_id, viewer.thread.id)

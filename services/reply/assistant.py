@@ -157,7 +157,8 @@ class Assistant:
         intent: object = detect_time_zone(inc.text) or detect_intent(inc.text)
         reminder = detect_reminder(inc.text)  # read once: it decides the journal text too
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
-        if addressed and intent is None and reminder is None and inc.kind != "edited":
+        answering = addressed and intent is None and reminder is None and inc.kind != "edited"
+        if answering:
             self._warm_search(inc)
         thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
@@ -178,6 +179,8 @@ class Assistant:
         session_id = tick.session_id
         if not new and not inc.replayed:  # redelivered: already journaled and answered
             return Turn([], addressed=False)
+        if answering:
+            self._foresee(inc, viewer)
         if not addressed and viewer.user_id in tick.choice_pending_for:
             # Asked "which should I forget?" in the group: a bare "2" answers it; anything
             # else they say lets the question lapse.
@@ -368,6 +371,14 @@ class Assistant:
         flags = self.flags
         if flags.enabled and flags.retrieval:
             self.d.retriever.warm(strip_addressing(inc.text) or inc.text)
+
+    def _foresee(self, inc: Incoming, viewer: Viewer) -> None:
+        """Rank its memories on the viewer's cached index while the turn's memory read
+        (next) confirms that index (:mod:`memory.search.guess`). Not sooner: beside the
+        journal writes, the ranking's CPU delayed handling their answers."""
+        flags = self.flags
+        if flags.on_for(viewer) and flags.retrieval:
+            self.d.retriever.foresee(viewer, strip_addressing(inc.text) or inc.text)
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
