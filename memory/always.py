@@ -8,6 +8,7 @@ waits for more than one small query when nothing changed.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -70,14 +71,19 @@ class AlwaysInContext:
         def shown(owner: str | None) -> bool:
             return keep is None or keep(owner)
 
+        # Both reads at once: a new session (or a new note) puts them on the reply's path.
+        all_blobs, all_reflections = await asyncio.gather(
+            self.notes.visible_blobs(viewer, session_id=session_id),
+            self.notes.visible_reflections(viewer, session_id=session_id),
+        )
         blobs = [
             b
-            for b in await self.notes.visible_blobs(viewer, session_id=session_id)
+            for b in all_blobs
             if is_visible(b.partition, viewer) and shown(b.partition.owner_user_id)
         ]
         reflections = [
             r
-            for r in await self.notes.visible_reflections(viewer, session_id=session_id)
+            for r in all_reflections
             if is_visible(r.partition, viewer) and shown(r.partition.owner_user_id)
         ]
         sections = []
