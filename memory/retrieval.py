@@ -339,7 +339,6 @@ class Retriever:
             guessed = guess.result
             result.facts, result.own_first = guessed.facts, guessed.own_first
             result.legs.update(guessed.legs)
-            guessed.timings_ms.pop("prepare", None)
             result.timings_ms.update(guessed.timings_ms)
             result.timings_ms["total"] = _ms(started)
             self._record_access([f.fact.id for f in result.facts], self.clock.now())

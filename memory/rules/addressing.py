@@ -27,3 +27,11 @@ def strip_addressing(text: str) -> str:
     """
     text = _LEAD_ADDRESS.sub("", text.strip(), count=1)
     return _TRAIL_ADDRESS.sub("", text, count=1).strip()
+
+
+def searched_text(text: str) -> str:
+    """What a message asks retrieval to search for: the message without its addressing
+    (counting "@alfred" would make every memory look a little less related), or the
+    message itself when it is nothing else. The reply's search, the embedding started
+    ahead of it and the ranking made ahead of it all use this one text, so they meet."""
+    return strip_addressing(text) or text

@@ -187,8 +187,9 @@ class ScopeIndexCache:
             index.versions.update(moved)
             if moved:
                 index.changes += 1
-        self._last[_asker(viewer)] = key
-        self._last.move_to_end(_asker(viewer))
+        asker = _asker(viewer)
+        self._last[asker] = key
+        self._last.move_to_end(asker)
         while len(self._last) > self._max_scopes * ASKERS_PER_SCOPE:
             self._last.popitem(last=False)
         return index

@@ -38,6 +38,7 @@ from memory.models import (
 )
 from memory.operations import FORGET_CHOICES_MAX, MemoryOperations, choice_answer
 from memory.prompts.common import Person
+from memory.rules.addressing import searched_text
 from memory.rules.intents import (
     CorrectionIntent,
     DirectiveIntent,
@@ -370,7 +371,7 @@ class Assistant:
         too)."""
         flags = self.flags
         if flags.enabled and flags.retrieval:
-            self.d.retriever.warm(strip_addressing(inc.text) or inc.text)
+            self.d.retriever.warm(searched_text(inc.text))
 
     def _foresee(self, inc: Incoming, viewer: Viewer) -> None:
         """Rank its memories on the viewer's cached index while the turn's memory read
@@ -378,7 +379,7 @@ class Assistant:
         journal writes, the ranking's CPU delayed handling their answers."""
         flags = self.flags
         if flags.on_for(viewer) and flags.retrieval:
-            self.d.retriever.foresee(viewer, strip_addressing(inc.text) or inc.text)
+            self.d.retriever.foresee(viewer, searched_text(inc.text))
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None

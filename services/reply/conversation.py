@@ -18,7 +18,7 @@ from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
 from memory.retrieval import ScoredFact
-from memory.rules.addressing import strip_addressing
+from memory.rules.addressing import searched_text
 from memory.rules.partners import mentions_plan, named_members
 from services.messages import Incoming
 from services.reminder_tools import ReminderToolbox
@@ -95,9 +95,7 @@ class Conversation:
             return MemoryContext()
         keep = None if flags.cross_partner else (lambda owner: flags.shows_owner(owner, viewer))
         always = await self.d.always.block(viewer, session_id, name_of, keep=keep)
-        # "@alfred" or "Alfred," addresses the bot: it is not part of what is asked, and
-        # counting it would make every memory look a little less related.
-        text = strip_addressing(text) or text
+        text = searched_text(text)
         about = await self._about(viewer, text, lookups)
         if bypass_heuristic:
             result = await self.d.retriever.search(
