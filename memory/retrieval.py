@@ -177,14 +177,15 @@ class Retriever:
         #: Rankings made ahead of their search (:meth:`foresee`), by viewer and query.
         self._guesses: dict[tuple[str, str, str, str], Guess[RetrievalResult]] = {}
 
-    def warm(self, message: str) -> None:
+    def warm(self, message: str) -> bool:
         """Start embedding ``message`` now, for a :meth:`for_message` on it that comes
         after the turn's first round trips: the model runs in its thread while the reply
         path waits on the database, instead of after it. Only a message the heuristic
-        would search for is embedded; an unused embedding is dropped after a few more."""
+        would search for is embedded; an unused embedding is dropped after a few more.
+        True when one was started (the caller's next await lets it begin)."""
         text = _query_text(message)
         if not text or text in self._warming or not should_retrieve(message):
-            return
+            return False
         while len(self._warming) >= WARM_KEPT:
             self._warming.pop(next(iter(self._warming))).cancel()
         task = asyncio.create_task(self.embedder.embed([text]))
@@ -192,6 +193,7 @@ class Retriever:
         # awaits is collected here, so it is never reported as unretrieved.
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         self._warming[text] = task
+        return True
 
     def foresee(self, viewer: Viewer, message: str) -> None:
         """Rank the facts for ``message`` now, on the index ``viewer``'s last search here
@@ -265,6 +267,8 @@ class Retriever:
         # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
         vector = guess.vector if guess else asyncio.create_task(self._embed(text, result))
+        if guess is None:  # to its thread before the reads are encoded: it is the longest
+            await asyncio.sleep(0)
         recent = asyncio.create_task(self._timed_recent(viewer, text, vector, about))
         result = await self._search_facts(
             viewer, query, limit=limit, result=result, vector_task=vector, about=about, guess=guess

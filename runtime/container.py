@@ -29,6 +29,7 @@ from integrations.mongo.lists import MongoListStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.outbox import MongoOutbox
 from integrations.mongo.recall_log import MongoRecallLog
+from integrations.mongo.thread_times import JournaledTimes
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
 from memory.always import AlwaysInContext
@@ -132,8 +133,9 @@ async def build_services(
             await semantic.aclose()
         await mongo.close()
         raise
-    directory = MongoDirectory(mongo.db)
-    journal = MongoJournal(mongo.db)
+    times = JournaledTimes()  # Alfred's replies' times bound the next history read
+    directory = MongoDirectory(mongo.db, times)
+    journal = MongoJournal(mongo.db, times)
     notes = MongoNotes(mongo.db)
     writer = FactWriter(store, embedder, clock)
     mirror = Mem0Mirror(store, semantic, metrics) if semantic is not None else None

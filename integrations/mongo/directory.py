@@ -9,13 +9,14 @@ moment of each read, so someone who leaves a circle stops seeing it at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
+from integrations.mongo.thread_times import JournaledTimes
 from integrations.mongo.turn_memo import MISSING
 from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
@@ -67,8 +68,10 @@ def user_from_doc(doc: Document) -> User:
 class MongoDirectory:
     """Users, circles (with membership) and threads."""
 
-    def __init__(self, db: AsyncDatabase[Document]) -> None:
+    def __init__(self, db: AsyncDatabase[Document], times: JournaledTimes | None = None) -> None:
         self._db = db
+        #: Alfred's messages' times the journal noted (shared with it; see :mod:`.thread_times`).
+        self._times = times
         self._users = db[USERS]
         self._circles = db[CIRCLES]
         self._threads = db[THREADS]
@@ -277,11 +280,13 @@ class MongoDirectory:
         cold = timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
         new_session = previous is None or last_at is None or at - last_at >= cold
         session_id = new_id() if new_session else str(previous)
+        # The times of the thread's last messages (this one and Alfred's since the last
+        # update, when this process journaled them): the oldest bounds the history read.
+        added = [*(self._times.take(thread_id) if self._times is not None else []), at]
         update: Document = {
             "$set": {"last_at": at, "session_id": session_id, "session_closed": False},
             "$inc": {"pending_messages": 1, "pending_tokens": tokens},
-            # The times of the last user messages: the oldest bounds the history read.
-            "$push": {"recent_at": {"$each": [at], "$slice": -HISTORY_PREFETCH}},
+            "$push": {"recent_at": {"$each": added, "$slice": -HISTORY_PREFETCH}},
         }
         tick = SessionTick(
             session_id=session_id,
@@ -303,7 +308,7 @@ class MongoDirectory:
             )
             seen = turn_memo.generation(THREADS)
             memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
-            memo.put(THREADS, history_window_key(thread_id), history_from(doc, at), seen=seen)
+            memo.put(THREADS, history_window_key(thread_id), history_from(doc, added), seen=seen)
         return tick
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
@@ -373,13 +378,13 @@ class MongoDirectory:
         return [found[uid] for uid in circle.member_ids if uid in found]
 
 
-def history_from(thread: Document, at: datetime) -> datetime | None:
+def history_from(thread: Document, added: Sequence[datetime]) -> datetime | None:
     """A time no older than the thread's newest :data:`HISTORY_PREFETCH` messages once
-    a user message at ``at`` is added (None while fewer are known): the oldest of the
-    last user messages' times. Any message older than that has at least as many newer
-    ones, so the history read may skip it; bounding the read keeps it as cheap in a
-    thread of years as in a new one (the embedded server fetches every match before
-    it sorts)."""
+    messages at the times ``added`` (oldest first) are journaled (None while fewer are
+    known): the oldest of the last known messages' times. Each known time is a distinct
+    message's, so any message older than that has at least as many newer ones, and the
+    history read may skip it; bounding the read keeps it as cheap in a thread of years
+    as in a new one (the embedded server fetches every match before it sorts)."""
     times = [t for t in thread.get("recent_at") or [] if isinstance(t, datetime)]
-    times = [*times, at][-HISTORY_PREFETCH:]
+    times = [*times, *added][-HISTORY_PREFETCH:]
     return min(times) if len(times) >= HISTORY_PREFETCH else None

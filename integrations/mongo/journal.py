@@ -20,6 +20,7 @@ from integrations.mongo.codec import (
     message_from_doc,
     message_to_doc,
 )
+from integrations.mongo.thread_times import JournaledTimes
 from integrations.mongo.turn_memo import MISSING
 from integrations.mongo.turn_reads import (
     HISTORY_PREFETCH,
@@ -49,9 +50,12 @@ def _of_user(user_id: str) -> Document:
 class MongoJournal:
     """``messages``: every message Alfred saw or sent, with its partition."""
 
-    def __init__(self, db: AsyncDatabase[Document]) -> None:
+    def __init__(self, db: AsyncDatabase[Document], times: JournaledTimes | None = None) -> None:
         self._db = db
         self._messages = db[MESSAGES]
+        #: Where Alfred's messages' times wait for their thread's next update (shared
+        #: with the directory, :mod:`.thread_times`); None keeps no times.
+        self._times = times
 
     async def append(self, message: Message) -> bool:
         """Journal a message; False if it was already there (a redelivered update)."""
@@ -60,8 +64,16 @@ class MongoJournal:
                 {**message_to_doc(message), JOURNALED_NS: time.time_ns()}
             )
         except DuplicateKeyError:
-            return False
+            return False  # stored before, at a time of its own: nothing to note
+        if self._times is not None and message.role is Role.AGENT:
+            self._times.add(message.thread_id, message.created_at)
         return True
+
+    def _deleting(self) -> None:
+        """Messages are about to go: a time noted for one would stand for nothing (the
+        history would only be shorter by it, but the times are cheap to drop)."""
+        if self._times is not None:
+            self._times.clear()
 
     async def unformed(self, thread_id: str, *, limit: int = 200) -> list[Message]:
         """The oldest messages of a thread not yet formed into memories (a set-aside
@@ -226,6 +238,7 @@ class MongoJournal:
             if PLACEHOLDER.fullmatch(text.strip()):
                 continue
             if any(p.search(text) for p in patterns):
+                self._deleting()
                 await self._messages.delete_one({"_id": doc["_id"]})
                 deleted += 1
         return deleted
@@ -233,6 +246,7 @@ class MongoJournal:
     async def delete_by_ids(self, ids: Sequence[str]) -> int:
         if not ids:
             return 0
+        self._deleting()
         result = await self._messages.delete_many({"_id": {"$in": list(ids)}})
         return result.deleted_count
 
@@ -262,15 +276,18 @@ class MongoJournal:
 
     async def delete_user(self, user_id: str) -> int:
         """Every message a user wrote, and every reply Alfred gave them, in a DM or a group."""
+        self._deleting()
         result = await self._messages.delete_many(_of_user(user_id))
         return result.deleted_count
 
     async def delete_for_circle(self, circle_id: str) -> int:
+        self._deleting()
         result = await self._messages.delete_many({"circle_id": circle_id})
         return result.deleted_count
 
     async def purge_formed_before(self, cutoff: datetime) -> int:
         """Drop raw messages formed before ``cutoff`` (the retention window)."""
+        self._deleting()
         result = await self._messages.delete_many({"formed": True, "formed_at": {"$lt": cutoff}})
         return result.deleted_count
 

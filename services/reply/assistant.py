@@ -17,6 +17,7 @@ storage and models through the ports in :class:`services.reply.deps.ReplyDeps`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -160,7 +161,7 @@ class Assistant:
         addressed = not inc.is_group or inc.addressed or self._names_alfred(inc.text)
         answering = addressed and intent is None and reminder is None and inc.kind != "edited"
         if answering:
-            self._warm_search(inc)
+            await self._warm_search(inc)
         thread, viewer = await self.membership.register(inc)
         speaker = Person(id=viewer.user_id, name=inc.sender.name)
         stored_text = inc.text
@@ -365,13 +366,12 @@ class Assistant:
             Person(id=u.id, name=u.name) for u in await self.d.directory.members(thread.circle_id)
         ]
 
-    def _warm_search(self, inc: Incoming) -> None:
-        """An addressed message the chat model will answer: its query embedding starts
-        before the turn's round trips, so they overlap (the search strips the addressing
-        too)."""
+    async def _warm_search(self, inc: Incoming) -> None:
+        """An addressed message the model will answer: its query embedding starts before
+        the turn's round trips, handed to its thread at once, so they overlap."""
         flags = self.flags
-        if flags.enabled and flags.retrieval:
-            self.d.retriever.warm(searched_text(inc.text))
+        if flags.enabled and flags.retrieval and self.d.retriever.warm(searched_text(inc.text)):
+            await asyncio.sleep(0)
 
     def _foresee(self, inc: Incoming, viewer: Viewer) -> None:
         """Rank its memories on the viewer's cached index while the turn's memory read

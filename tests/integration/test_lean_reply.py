@@ -23,6 +23,7 @@ from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.recall_log import MongoRecallLog
 from integrations.mongo.time_zones import MongoTimeZones
 from integrations.mongo.turn_memo import reply_turn
+from integrations.mongo.turn_reads import HISTORY_PREFETCH
 from memory.clock import ManualClock
 from memory.constants import FACTS
 from memory.models import Message, Role, Thread, ThreadKind
@@ -139,6 +140,28 @@ async def test_the_message_is_journaled_with_the_threads_update_not_after_it(
     (stored,) = [m for m in await s.journal.recent(str(HOME), limit=5) if m.id.endswith(":2")]
     thread = await s.mongo.db["threads"].find_one({"_id": str(HOME)})
     assert thread is not None and stored.session_id == thread["session_id"]
+
+
+async def test_the_history_window_holds_the_replies_times_too(s: Services) -> None:
+    """Alfred's replies' times reach the thread's known times with the next message
+    (``integrations.mongo.thread_times``, wired by the composition root), so the history
+    read's window holds the messages it returns and no more, and they are the newest."""
+    assistant = build_assistant(s)
+    for n in range(1, 10):
+        s.clock.advance(timedelta(seconds=40))
+        turn = await assistant.handle(dm(TESS, "Tess", f"what should I cook on day {n}?", n))
+        assert turn.replies, n
+    thread = await s.mongo.db["threads"].find_one({"_id": str(TESS)})
+    assert thread is not None
+    known = thread["recent_at"]
+    messages = [d async for d in s.mongo.db["messages"].find({"thread_id": str(TESS)})]
+    replies = {d["created_at"] for d in messages if d["role"] == Role.AGENT.value}
+    assert len(known) == HISTORY_PREFETCH and len(replies & set(known)) >= 6, known
+    # The window's messages and the last reply, whose time the next message brings.
+    window = [d for d in messages if d["created_at"] >= min(known)]
+    assert len(window) == HISTORY_PREFETCH + 1, [d["_id"] for d in window]
+    newest = sorted(messages, key=lambda d: d["created_at"])[-HISTORY_PREFETCH - 1 :]
+    assert {d["_id"] for d in window} == {d["_id"] for d in newest}
 
 
 async def test_a_failed_journal_write_fails_the_touch_after_both_ended(s: Services) -> None:

@@ -139,12 +139,12 @@ async def test_the_reply_read_of_unformed_messages_never_leaks(
 
 def test_the_history_bound_never_drops_a_message_of_the_newest() -> None:
     times = [NOW + timedelta(seconds=s) for s in range(HISTORY_PREFETCH - 1)]
-    assert history_from({"recent_at": times}, NOW) is not None  # enough known: bounded
-    assert history_from({"recent_at": times[1:]}, NOW + timedelta(days=1)) is None  # one short: not
+    assert history_from({"recent_at": times}, [NOW]) is not None  # enough known: bounded
+    assert history_from({"recent_at": times[1:]}, [NOW + timedelta(days=1)]) is None  # one short
     # Out of order (a replayed message stamped earlier): the bound is the oldest, so every
     # one of the last user messages is still inside it.
     late = NOW - timedelta(hours=3)
-    bound = history_from({"recent_at": times}, late)
+    bound = history_from({"recent_at": times}, [late])
     assert bound == late
     assert all(t >= bound for t in [*times, late][-HISTORY_PREFETCH:])
 
