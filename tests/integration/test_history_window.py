@@ -29,25 +29,21 @@ from integrations.mongo.turn_reads import (
     messages_part,
 )
 from memory.constants import MESSAGES, THREADS
-from memory.models import Message, Partition, Role
+from memory.models import Message, Role
 from tests.helpers.world import group, viewer
+from tests.integration.test_bounded_recent import THREAD, said
 
 START = datetime(2025, 3, 3, 9, 0, 0, 123456, tzinfo=UTC)
-THREAD = group("fam").id
 ANN = viewer("ann", group("fam"), ["fam"])
 
 
-def line(n: int, at: datetime, role: Role) -> Message:
-    return Message(
-        id=f"{THREAD}:{'u' if role is Role.USER else 'a'}:{n}",
-        thread_id=THREAD,
-        partition=Partition.circle("fam"),
-        role=role,
-        user_id="ann" if role is Role.USER else None,
-        text=f"line {n}",
-        telegram_message_id=n if role is Role.USER else None,
-        created_at=at,
-    )
+async def deployment(
+    db: AsyncDatabase[dict[str, Any]],
+) -> tuple[MongoDirectory, MongoJournal]:
+    """The group's thread, and a directory and journal that share noted times."""
+    await db[THREADS].insert_one({"_id": THREAD, "kind": "group", "circle_id": "fam"})
+    times = JournaledTimes()
+    return MongoDirectory(db, times), MongoJournal(db, times)
 
 
 async def newest(db: AsyncDatabase[dict[str, Any]]) -> list[str]:
@@ -73,7 +69,7 @@ async def user_turn(
     with reply_turn():
 
         async def journal_it(_: object) -> None:
-            await journal.append(line(n, at, Role.USER))
+            await journal.append(said(n, at, Role.USER))
 
         await directory.touch(THREAD, at, 5, alongside=journal_it)
         memo = turn_memo.current()
@@ -92,9 +88,7 @@ async def test_with_replies_noted_the_window_holds_what_the_read_returns(
     migrated_db: AsyncDatabase[dict[str, Any]],
 ) -> None:
     db = migrated_db
-    await db[THREADS].insert_one({"_id": THREAD, "kind": "group", "circle_id": "fam"})
-    times = JournaledTimes()
-    directory, journal = MongoDirectory(db, times), MongoJournal(db, times)
+    directory, journal = await deployment(db)
     alone = MongoDirectory(db), MongoJournal(db)  # a deployment that notes nothing
     at = START
     for n in range(3 * HISTORY_PREFETCH):
@@ -103,14 +97,14 @@ async def test_with_replies_noted_the_window_holds_what_the_read_returns(
         assert history == await newest(db)
         if n > HISTORY_PREFETCH:  # every message answered, every reply's time known
             assert held == HISTORY_PREFETCH
-        await journal.append(line(n, at + timedelta(microseconds=700), Role.AGENT))
+        await journal.append(said(n, at + timedelta(microseconds=700), Role.AGENT))
     # The same conversation without the replies' times: correct, twice as wide.
     at += timedelta(seconds=30)
     for n in range(100, 100 + HISTORY_PREFETCH + 2):
         at += timedelta(seconds=30)
         history, held = await user_turn(db, *alone, n, at)
         assert history == await newest(db)
-        await alone[1].append(line(n, at + timedelta(seconds=1), Role.AGENT))
+        await alone[1].append(said(n, at + timedelta(seconds=1), Role.AGENT))
     assert held is not None and held >= 2 * HISTORY_PREFETCH - 1
 
 
@@ -118,9 +112,7 @@ async def test_whatever_happens_between_turns_the_history_is_the_newest(
     migrated_db: AsyncDatabase[dict[str, Any]],
 ) -> None:
     db = migrated_db
-    await db[THREADS].insert_one({"_id": THREAD, "kind": "group", "circle_id": "fam"})
-    times = JournaledTimes()
-    directory, journal = MongoDirectory(db, times), MongoJournal(db, times)
+    directory, journal = await deployment(db)
     elsewhere = MongoJournal(db)  # another process's journal: its replies are not noted
     rng = random.Random(17)
     at = START
@@ -142,13 +134,13 @@ async def test_whatever_happens_between_turns_the_history_is_the_newest(
         event = rng.random()
         if event < 0.45:  # answered here, in one part or several at one instant
             for part in range(rng.choice([1, 1, 2, 3])):
-                reply = line(
+                reply = said(
                     n * 10 + part, at + timedelta(microseconds=rng.randrange(999)), Role.AGENT
                 )
                 assert await journal.append(reply)
                 kept.append(reply)
         elif event < 0.6:  # answered by another process
-            reply = line(n * 10, at + timedelta(milliseconds=3), Role.AGENT)
+            reply = said(n * 10, at + timedelta(milliseconds=3), Role.AGENT)
             assert await elsewhere.append(reply)
             kept.append(reply)
         elif event < 0.72 and kept:  # a redelivered reply: stored before, not noted again
