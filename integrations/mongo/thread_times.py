@@ -24,10 +24,10 @@ from collections import OrderedDict
 from datetime import datetime
 from typing import Final
 
+from integrations.mongo.turn_reads import HISTORY_PREFETCH
+
 #: Threads with times waiting; the oldest are dropped beyond it (a wider window, no more).
 MAX_THREADS: Final = 4096
-#: Times kept per thread: the window never needs more.
-MAX_PER_THREAD: Final = 32
 
 
 def stored_time(at: datetime) -> datetime:
@@ -46,7 +46,7 @@ class JournaledTimes:
         """A message of the thread was journaled at ``at`` (and its thread not updated)."""
         times = self._times.setdefault(thread_id, [])
         times.append(stored_time(at))
-        del times[:-MAX_PER_THREAD]
+        del times[:-HISTORY_PREFETCH]  # the thread keeps no more (its update's ``$slice``)
         self._times.move_to_end(thread_id)
         while len(self._times) > self._max_threads:
             self._times.popitem(last=False)
