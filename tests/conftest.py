@@ -18,6 +18,7 @@ from integrations.redis.connection import RedisHandle
 from runtime.connections import open_mongo, open_redis
 from runtime.settings import Settings
 from tests.helpers import network_guard
+from tests.helpers.cleanup import drop_test_database
 
 # Tests never use the developer's real services: nothing from the environment or .env
 # may switch a test onto a production database, a paid API or the internet.
@@ -84,7 +85,7 @@ async def db(mongo: MongoHandle) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]
     name = f"test_{uuid.uuid4().hex[:12]}"
     database = mongo.client[name]
     yield database
-    await mongo.client.drop_database(name)
+    await drop_test_database(mongo.client, name)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from migrations import MigrationContext, migrate
 from runtime.bundle import Services
 from runtime.container import build_services
 from runtime.settings import Settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fakes import HashEmbedder
 
 
@@ -27,5 +28,5 @@ async def migrated_services(
         await migrate(MigrationContext(services.mongo.db, False, 64, log=lambda _: None))
         yield services
     finally:
-        await services.mongo.client.drop_database(world.mongodb_database)
+        await drop_test_database(services.mongo.client, world.mongodb_database)
         await services.aclose()

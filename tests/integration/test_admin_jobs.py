@@ -62,6 +62,7 @@ from runtime.settings import Settings
 from services.admin.export import EXPORT_FORMAT, EXPORT_VERSION, ExportDocument
 from services.admin.purge import memory_operations
 from tests.conftest import make_settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fake_mem0 import FakeMem0
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import message
@@ -228,7 +229,7 @@ async def close_env(env: Env) -> None:
     await env.client.close()
     name = queue_name(env.settings)
     await env.redis.client.delete(name)
-    await env.services.mongo.client.drop_database(env.settings.mongodb_database)
+    await drop_test_database(env.services.mongo.client, env.settings.mongodb_database)
     await env.services.aclose()
 
 

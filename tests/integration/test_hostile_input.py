@@ -37,7 +37,7 @@ from memory.rules.intents import ForgetAllIntent, ForgetIntent, detect_intent
 from runtime.settings import Settings
 from services.messages import TELEGRAM_MAX_TEXT, safe_text
 from services.reply.assistant import LLM_DOWN, MEMORY_DOWN
-from tests.helpers.cleanup import drop_after_a_pause
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram
 from tests.helpers.hostile import hostile_message
 from tests.integration.test_telegram_bot import (  # noqa: F401 - fixtures used by name
@@ -105,7 +105,7 @@ async def hostile(settings: Settings) -> AsyncIterator[Hostile]:
             yield state
         finally:
             logger.removeHandler(collector)
-            await drop_after_a_pause(replay.services.mongo.client, database)
+            await drop_test_database(replay.services.mongo.client, database)
 
 
 def _is_command(text: str) -> bool:
@@ -334,7 +334,7 @@ async def test_a_refused_token_or_an_unreachable_bot_api_is_a_clear_error(
         with pytest.raises(Unavailable, match=r"cannot reach the Bot API at http://127\.0\.0\.1:9"):
             await run_bot(gone)
     finally:
-        await mongo.client.drop_database(database)
+        await drop_test_database(mongo.client, database)
     # A bot that failed to start gives the signals back: SIGINT and SIGTERM must not be
     # swallowed by handlers left on a loop that goes on (they were, for the whole session).
     loop = asyncio.get_running_loop()

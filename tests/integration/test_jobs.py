@@ -56,6 +56,7 @@ from runtime.settings import Settings
 from services.admin.stats import collect_stats
 from services.trigger import FormationTrigger
 from tests.conftest import make_settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import message
 
@@ -207,7 +208,7 @@ async def open_env(settings: Settings, redis: RedisHandle, **overrides: Any) -> 
 async def close_env(env: Env) -> None:
     for queue in env.queues:
         await queue.close()
-    await env.services.mongo.client.drop_database(env.settings.mongodb_database)
+    await drop_test_database(env.services.mongo.client, env.settings.mongodb_database)
     await env.services.aclose()
 
 

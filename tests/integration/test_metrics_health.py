@@ -42,6 +42,7 @@ from runtime.metrics import (
     watch_services,
 )
 from runtime.settings import Settings
+from tests.helpers.cleanup import drop_test_database
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -329,7 +330,7 @@ async def test_admin_jobs_replies_and_formations_move_the_scraped_series(
         set_metrics(None)
         await admin.close()
         await queue.close()
-        await services.mongo.client.drop_database(world.mongodb_database)
+        await drop_test_database(services.mongo.client, world.mongodb_database)
         await services.aclose()
 
     scraped: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.replay.world import replay_world
 from integrations.onnx_embedder import OnnxMiniLMEmbedder
 from runtime.settings import Settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.world import group, viewer
 
 BOB_GROUP = viewer("bob", group("fam"), ["fam"])
@@ -26,4 +27,4 @@ async def test_the_first_search_after_a_start_has_its_query_vector(settings: Set
             assert result.legs["dense"].startswith("ok"), result.legs
             assert "embed" not in result.legs, result.legs
         finally:
-            await services.mongo.client.drop_database("model_loaded_at_start")
+            await drop_test_database(services.mongo.client, "model_loaded_at_start")

@@ -11,6 +11,7 @@ from pymongo import MongoClient
 
 from integrations.mongo.connection import MongoHandle
 from memory.privacy import is_visible, is_visible_doc, visibility_filter
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.privacy_world import World, oracle, worlds
 
 
@@ -101,7 +102,7 @@ def test_search_results_never_exceed_what_the_predicate_allows(mongo: MongoHandl
                 counts["pairs"] += 1
                 counts["returned"] += len(got)
         finally:
-            await client.drop_database(name)
+            await drop_test_database(client, name)
             await client.close()
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,6 +23,7 @@ from memory.models import Message, Role
 from memory.search.recent import RecentLeg
 from migrations import MigrationContext, migrate
 from runtime.settings import Settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.privacy_world import World, oracle, worlds
 from tests.helpers.replay import probe, probes, replay_lines, replies, say
@@ -76,7 +77,7 @@ def test_the_journal_query_returns_exactly_the_visible_unformed_messages(
                 counts["pairs"] += 1
                 counts["returned"] += len(allowed)
         finally:
-            await client.drop_database(name)
+            await drop_test_database(client, name)
             await client.close()
 
     @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

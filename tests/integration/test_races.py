@@ -23,6 +23,7 @@ from runtime.container import build_assistant, build_services
 from runtime.settings import Settings
 from services.messages import Incoming, Sender
 from services.reply.assistant import MEMORY_DOWN
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fakes import HashEmbedder
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -39,7 +40,7 @@ async def replicas(settings: Settings) -> AsyncIterator[tuple[Services, Services
         await migrate(MigrationContext(one.mongo.db, False, 64, log=lambda _: None))
         yield one, two
     finally:
-        await one.mongo.client.drop_database(world.mongodb_database)
+        await drop_test_database(one.mongo.client, world.mongodb_database)
         await one.aclose()
         await two.aclose()
 

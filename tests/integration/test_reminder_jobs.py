@@ -33,6 +33,7 @@ from runtime.jobs import queue_name
 from runtime.reminders import QueueScheduler, build_reminders
 from runtime.settings import Settings
 from tests.conftest import make_settings
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fake_telegram import FakeTelegram
 from tests.helpers.fakes import HashEmbedder
 
@@ -94,7 +95,7 @@ async def world(settings: Settings, redis: RedisHandle, tmp_path: Path) -> Async
         try:
             yield World(services, clock, redis, tg, int(chat["id"]))
         finally:
-            await services.mongo.client.drop_database(test_settings.mongodb_database)
+            await drop_test_database(services.mongo.client, test_settings.mongodb_database)
             await services.aclose()
 
 

@@ -52,6 +52,7 @@ from runtime.embedded import acquire
 from runtime.settings import Settings
 from services.reply.assistant import LLM_DOWN
 from services.reply.commands import UNKNOWN_COMMAND
+from tests.helpers.cleanup import drop_test_database
 from tests.helpers.failing import FailNext
 from tests.helpers.fake_telegram import MAX_TEXT_LENGTH, FakeTelegram, free_port
 
@@ -214,7 +215,7 @@ async def bot_env(
     try:
         yield start
     finally:
-        await mongo.client.drop_database(database)
+        await drop_test_database(mongo.client, database)
     assert not handler_errors.records, [r.getMessage() for r in handler_errors.records]
 
 
@@ -1041,7 +1042,7 @@ async def test_migrations_beside_a_running_bot(
         assert sorted(d["version"] for d in records) == [m.version for m in available]
         assert all(d["_id"] != "migration-lock" for d in records), "the lock was let go"
     finally:
-        await mongo.client.drop_database(database)
+        await drop_test_database(mongo.client, database)
 
 
 # --------------------------------------------------------------------------------------
