@@ -30,9 +30,7 @@ from memory.flags import MemoryFlags
 from memory.ids import new_id
 from memory.models import (
     FORGET_CHOICE,
-    Message,
     Role,
-    SessionTick,
     Thread,
     ThreadKind,
     Viewer,
@@ -66,6 +64,7 @@ from services.reply.directives import Directives
 from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, REMEMBER_WHAT, Forgetting
+from services.reply.journaling import TurnJournal
 from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
 from services.reply.pins import PinRequests
 
@@ -124,6 +123,7 @@ class Assistant:
         self.edits = Edits(deps)
         self.exports = ExportRequests(Exporter(deps, self.directives), deps)
         self.lists = Lists(deps.lists, deps.clock)
+        self.turn_journal = TurnJournal(deps.clock, deps.directory, deps.journal)
         #: Turns whose last writes (marked handled, replies journaled) failed, by message:
         #: their replay finishes them with the answer the work gave ("Done, erased"),
         #: where doing the work again would find it done and answer otherwise.
@@ -174,10 +174,10 @@ class Assistant:
             if not await self.edits.apply(
                 inc, thread, viewer, speaker, intent, stored_text, members
             ):
-                await self._journal(inc, thread, viewer, stored_text, Role.USER)
+                await self.turn_journal.incoming(inc, thread, viewer, stored_text, Role.USER)
             await self._after(thread)
             return Turn([], addressed=False)
-        tick, new = await self._journal(inc, thread, viewer, stored_text, Role.USER)
+        tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text, Role.USER)
         session_id = tick.session_id
         if not new and not inc.replayed:  # redelivered: already journaled and answered
             return Turn([], addressed=False)
@@ -310,7 +310,7 @@ class Assistant:
                 turn.replies.append(Outgoing(inc.chat_id, notice))
         for place, out in enumerate(turn.replies):
             reply_id = f"{out.chat_id}:a:r{inc.message_id}:{place}"
-            await self._journal_reply(thread, viewer, out, reply_id)
+            await self.turn_journal.reply(thread, viewer, out, reply_id)
         self._unfinished.pop(source, None)
         await self._after(thread)
         turn.addressed = True
@@ -383,46 +383,6 @@ class Assistant:
 
     def _names_alfred(self, text: str) -> bool:
         return re.search(rf"\b(alfred|@?{re.escape(self.bot_username)})\b", text, re.I) is not None
-
-    async def _journal(
-        self, inc: Incoming, thread: Thread, viewer: Viewer, text: str, role: Role
-    ) -> tuple[SessionTick, bool]:
-        now = self.d.clock.now()
-        stored: list[bool] = []
-
-        async def journal(tick: SessionTick) -> None:  # sent with the thread's update
-            message = Message(
-                id=inc.journal_id,
-                thread_id=thread.id,
-                partition=thread.partition_for(viewer.user_id),
-                role=role,
-                user_id=viewer.user_id,
-                text=text,
-                telegram_message_id=inc.message_id,
-                session_id=tick.session_id,
-                created_at=now,
-            )
-            stored.append(await self.d.journal.append(message))
-
-        tokens = max(1, len(text) // 4)
-        tick = await self.d.directory.touch(thread.id, now, tokens, alongside=journal)
-        return tick, stored[0]
-
-    async def _journal_reply(
-        self, thread: Thread, viewer: Viewer, out: Outgoing, journal_id: str
-    ) -> None:
-        """Alfred's own words are journaled too (weighted 0.2 in formation), in the partition
-        of the thread and the person it answered."""
-        message = Message(
-            id=str(out.meta.get("journal_id") or journal_id),
-            thread_id=thread.id,
-            partition=thread.partition_for(viewer.user_id),
-            role=Role.AGENT,
-            user_id=None,
-            text=str(out.meta.get("journal_text", out.text)),
-            created_at=self.d.clock.now(),
-        )
-        await self.d.journal.append(message)
 
     async def _after(self, thread: Thread) -> None:
         if self.after_message is None or not (self.flags.enabled and self.flags.extraction):
