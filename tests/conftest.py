@@ -63,10 +63,22 @@ def settings(data_dir: Path) -> Settings:
     return make_settings(data_dir)
 
 
+#: The session client's connect and server-selection timeout: a day, so in effect none.
+#: Its server monitor keeps a streamed ``hello`` waiting on the shared event loop for this
+#: long plus its 10 s beat, and the loop stands still between tests and through every
+#: synchronous one (a run of CLI and bench tests in one file lasts minutes). Past that
+#: wait the monitor calls the server lost and closes the connections in use, failing
+#: whatever the next test has in flight. A test that hangs is still stopped by
+#: pytest-timeout.
+SESSION_MONGO_TIMEOUT_MS = 86_400_000
+
+
 @pytest.fixture(scope="session")
 async def mongo(settings: Settings) -> AsyncIterator[MongoHandle]:
     """The real embedded MongoDB-wire server, started once for the session."""
-    handle = await open_mongo(settings)
+    handle = await open_mongo(
+        settings.model_copy(update={"mongodb_timeout_ms": SESSION_MONGO_TIMEOUT_MS})
+    )
     yield handle
     await handle.close()
 

@@ -100,6 +100,10 @@ class World:
             self.facts[content] = stored
 
     def retriever(self, leg: SemanticLeg | None, **config: Any) -> Retriever:
+        # What a leg finds is tested here, not how fast: on a loaded machine the default
+        # limit (0.45 s) turned a working local mem0 leg into "timeout". The limit itself
+        # is tested on its own (test_mem0_slow_times_out_within_budget passes 0.2 s).
+        config.setdefault("leg_timeout_s", 10.0)
         cache = ScopeIndexCache(self.store, dimensions=64, model_name=self.embedder.model_name)
         return Retriever(
             AppSearchBackend(cache),
