@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from memory.models import Category, Viewer
 from memory.privacy import is_visible
-from memory.retrieval import ScoredFact
+from memory.search.results import ScoredFact
 
 HEADINGS = {
     Category.FACT: "Facts",

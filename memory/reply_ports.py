@@ -12,7 +12,7 @@ from typing import Protocol
 
 from memory.llm import ToolCall, ToolSpec
 from memory.models import CircleMove, Viewer
-from memory.retrieval import RetrievalResult
+from memory.search.results import RetrievalResult
 
 
 class CalendarToolbox(Protocol):

@@ -25,7 +25,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, cast
 
@@ -37,10 +36,8 @@ from memory.models import Viewer
 from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
 from memory.search.candidate import Candidate
+from memory.search.config import RetrievalConfig
 from memory.search.fusion import (
-    AbsoluteScale,
-    BlendConfig,
-    FusionConfig,
     FusionMethod,
     MemorySignals,
     absolute_blend,
@@ -54,6 +51,7 @@ from memory.search.fusion import (
 from memory.search.guess import Guess, guess_key, stamp_of
 from memory.search.own_first import own_first
 from memory.search.recent import RecentLeg
+from memory.search.results import RetrievalResult, ScoredFact
 from memory.search.text import tokenize
 
 log = logging.getLogger(__name__)
@@ -65,34 +63,6 @@ WARM_KEPT = 8
 #: Loop turns a ranking made ahead (:meth:`Retriever.foresee`) lets pass before it starts,
 #: so that the reads the turn sends next go out first (its CPU would hold them back).
 YIELDS_BEFORE_GUESSING = 3
-
-
-@dataclass(frozen=True, slots=True)
-class ScoredFact:
-    """A retrieved fact with its absolute scores (the same meaning for every query).
-
-    ``relevance`` is how well the fact matches the query on the legs' fixed scales
-    (:class:`memory.search.fusion.AbsoluteScale`); ``score`` blends it with recency,
-    importance and access strength, as ranking does. Both are in [0, 1]. The order of a
-    result is the ranking's, which compares the candidates of one query with each other.
-    """
-
-    fact: Candidate
-    score: float
-    relevance: float
-
-
-@dataclass
-class RetrievalResult:
-    """What retrieval found, and how each leg fared (for probes, metrics and tests)."""
-
-    retrieved: bool
-    facts: list[ScoredFact] = field(default_factory=list)
-    legs: dict[str, str] = field(default_factory=dict)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    #: The viewer's own memories ranked first for a first-person query (see
-    #: :data:`FIRST_PERSON_MARGIN`); they stay first when recent messages are merged in.
-    own_first: frozenset[str] = frozenset()
 
 
 class PreparedSearch(Protocol):
@@ -117,34 +87,6 @@ class SearchBackend(Protocol):
 ExtraLeg = Callable[[Viewer, str, int], Awaitable[dict[str, float]]]
 
 
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """How retrieval runs; the defaults are those the LoCoMo benchmark chose."""
-
-    fusion: FusionConfig = field(default_factory=FusionConfig)
-    blend: BlendConfig = field(default_factory=BlendConfig)
-    #: How many hits each leg contributes to fusion.
-    leg_k: int = 50
-    #: Per-leg time limit; a late leg is dropped, the others answer.
-    leg_timeout_s: float = 0.45
-    #: Time limit for embedding the query (a slow embedder degrades to keywords only).
-    embed_timeout_s: float = 0.4
-    #: Weight of the mem0 leg when present (the local legs keep theirs).
-    extra_weight: float = 0.3
-    #: A fact no keyword matched needs at least this cosine to count as relevant at all:
-    #: fusion normalises scores, so without a floor the best of many poor matches would
-    #: look like a perfect one. 0 turns the floor off (the benchmarks measure pure ranking).
-    min_dense: float = 0.25
-    #: The fixed per-leg scales of absolute relevance.
-    scale: AbsoluteScale = field(default_factory=AbsoluteScale)
-    #: Facts that no single leg finds at least this related (on the fixed scales: a
-    #: cosine of 0.4, or a fifth of the query's words) are not offered at all, however
-    #: few candidates there are (a lone unrelated memory is not an answer). On LoCoMo it
-    #: costs nothing (recall@10 0.692 on conversation 0 with and without it). 0 turns it
-    #: off.
-    min_relevance: float = 0.2
-
-
 def _query_text(query: str) -> str:
     """What is embedded and searched for ``query``: single spaces, at most
     :data:`MAX_QUERY_CHARS` (a warmed embedding is found again by this text)."""
@@ -159,7 +101,7 @@ class Retriever:
         backend: SearchBackend,
         embedder: Embedder,
         clock: Clock,
-        config: RetrievalConfig = RetrievalConfig(),
+        config: RetrievalConfig | None = None,
         extra_legs: Mapping[str, ExtraLeg] | None = None,
         on_access: Callable[[Sequence[str], datetime], Awaitable[None]] | None = None,
         recent: RecentLeg | None = None,
@@ -167,7 +109,7 @@ class Retriever:
         self.backend = backend
         self.embedder = embedder
         self.clock = clock
-        self.config = config
+        self.config = config if config is not None else RetrievalConfig()
         self.extra_legs = dict(extra_legs or {})
         self._on_access = on_access
         self.recent = recent
@@ -266,9 +208,11 @@ class Retriever:
             )
         # One embedding of the query serves the fact legs and the recent leg.
         result = RetrievalResult(retrieved=True)
-        vector = guess.vector if guess else asyncio.create_task(self._embed(text, result))
-        if guess is None:  # to its thread before the reads are encoded: it is the longest
-            await asyncio.sleep(0)
+        if guess is not None:
+            vector = guess.vector
+        else:
+            vector = asyncio.create_task(self._embed(text, result))
+            await asyncio.sleep(0)  # to its thread before the reads are encoded: the longest
         recent = asyncio.create_task(self._timed_recent(viewer, text, vector, about))
         result = await self._search_facts(
             viewer, query, limit=limit, result=result, vector_task=vector, about=about, guess=guess

@@ -42,8 +42,9 @@ from memory.operations import MemoryOperations
 from memory.ports import Clock, Embedder
 from memory.reminders import ReminderScheduler
 from memory.reply_ports import ErasureResidue
-from memory.retrieval import ExtraLeg, RetrievalConfig, Retriever, SearchBackend
+from memory.retrieval import ExtraLeg, Retriever, SearchBackend
 from memory.search.app_backend import AppSearchBackend
+from memory.search.config import RetrievalConfig
 from memory.search.recent import RecentLeg
 from memory.search.scope_index import ScopeIndexCache
 from memory.semantic import SemanticIndex, SemanticMetrics

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from memory.formation import FormationReport
     from memory.llm import Usage
-    from memory.retrieval import RetrievalResult
+    from memory.search.results import RetrievalResult
     from runtime.bundle import Services
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from rich.progress import (
 )
 
 from memory.ports import Clock
-from memory.retrieval import RetrievalConfig
+from memory.search.config import RetrievalConfig
 from migrations import MigrationContext, migrate
 from runtime.bundle import Services
 from runtime.container import build_services

@@ -38,7 +38,7 @@ from bot.bench.common import (
 from memory.clock import ManualClock
 from memory.facts import FactWriter
 from memory.models import Category, Partition, Provenance, Thread, ThreadKind, Viewer
-from memory.retrieval import RetrievalConfig
+from memory.search.config import RetrievalConfig
 from memory.search.fusion import FusionConfig, FusionMethod
 from runtime.settings import load_settings
 

@@ -17,9 +17,9 @@ from memory.models import Role, Thread, ThreadKind, Viewer
 from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.prompts.reply import REPLY, SEARCH_MEMORY, CitedMemory, ReplyContext, ReplyRequest
-from memory.retrieval import ScoredFact
 from memory.rules.addressing import searched_text
 from memory.rules.partners import mentions_plan, named_members
+from memory.search.results import ScoredFact
 from services.messages import Incoming
 from services.reminder_tools import ReminderToolbox
 from services.reply.deps import ReplyDeps
