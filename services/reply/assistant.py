@@ -30,7 +30,6 @@ from memory.flags import MemoryFlags
 from memory.ids import new_id
 from memory.models import (
     FORGET_CHOICE,
-    Role,
     Thread,
     ThreadKind,
     Viewer,
@@ -174,10 +173,10 @@ class Assistant:
             if not await self.edits.apply(
                 inc, thread, viewer, speaker, intent, stored_text, members
             ):
-                await self.turn_journal.incoming(inc, thread, viewer, stored_text, Role.USER)
+                await self.turn_journal.incoming(inc, thread, viewer, stored_text)
             await self._after(thread)
             return Turn([], addressed=False)
-        tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text, Role.USER)
+        tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text)
         session_id = tick.session_id
         if not new and not inc.replayed:  # redelivered: already journaled and answered
             return Turn([], addressed=False)

@@ -19,10 +19,11 @@ class TurnJournal:
         self.journal = journal
 
     async def incoming(
-        self, inc: Incoming, thread: Thread, viewer: Viewer, text: str, role: Role
+        self, inc: Incoming, thread: Thread, viewer: Viewer, text: str
     ) -> tuple[SessionTick, bool]:
-        """Journal ``inc`` as ``text`` beside the thread's update (one round of writes);
-        the session tick, and False when it was journaled before (a redelivery)."""
+        """Journal ``inc``, said by ``viewer``, as ``text`` beside the thread's update (one
+        round of writes); the session tick, and False when it was journaled before (a
+        redelivery)."""
         now = self.clock.now()
         stored: list[bool] = []
 
@@ -31,7 +32,7 @@ class TurnJournal:
                 id=inc.journal_id,
                 thread_id=thread.id,
                 partition=thread.partition_for(viewer.user_id),
-                role=role,
+                role=Role.USER,
                 user_id=viewer.user_id,
                 text=text,
                 telegram_message_id=inc.message_id,
