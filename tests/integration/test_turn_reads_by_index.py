@@ -16,20 +16,26 @@ to the same.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
+from integrations.mongo.codec import NEWEST_FIRST, message_to_doc
 from integrations.mongo.directory import MongoDirectory
 from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.notes import MongoNotes
 from integrations.mongo.turn_memo import WriteInvalidation
-from integrations.mongo.turn_reads import directory_snapshot, memory_snapshot
-from memory.constants import CIRCLES, CLARIFICATIONS, PARTITIONS, THREADS, USERS
-from memory.models import Partition, Viewer
+from integrations.mongo.turn_reads import (
+    HISTORY_PREFETCH,
+    directory_snapshot,
+    memory_snapshot,
+    messages_part,
+)
+from memory.constants import CIRCLES, CLARIFICATIONS, MESSAGES, PARTITIONS, THREADS, USERS
+from memory.models import Message, Partition, Role, Viewer
 from memory.privacy import and_visible, is_visible, visibility_branches, visibility_filter
 from tests.helpers.watched_db import Reads, own_client
 from tests.helpers.world import dm, group, viewer
@@ -149,7 +155,45 @@ async def test_in_a_turn_each_part_is_exactly_what_a_plain_read_finds(
     watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
 ) -> None:
     db, _ = watched
-    seen = {"partitions": 0, "questions": 0}
+    await _each_part_is_what_a_plain_read_finds(db)
+
+
+async def test_beside_a_history_each_part_is_still_what_a_plain_read_finds(
+    watched: tuple[AsyncDatabase[dict[str, Any]], Reads],
+) -> None:
+    """The lookups run beside the thread's last messages, not on them: with a history
+    in every thread, each part, the history included, is still exactly a plain read's."""
+    db, _ = watched
+    threads = {who.thread.id: who.thread for who in VIEWERS}
+    for n, thread in enumerate(threads.values()):
+        partition = (
+            Partition.circle(thread.circle_id)
+            if thread.circle_id is not None
+            else Partition.dm(thread.user_id or "")
+        )
+        await db[MESSAGES].insert_many(
+            [
+                message_to_doc(
+                    Message(
+                        id=f"{thread.id}-{i}",
+                        thread_id=thread.id,
+                        partition=partition,
+                        role=Role.USER if i % 2 else Role.AGENT,
+                        user_id="ann" if i % 2 else None,
+                        text=f"message {i} of {thread.id}",
+                        created_at=NOW + timedelta(minutes=10 * n + i),
+                    )
+                )
+                for i in range(HISTORY_PREFETCH + 4)
+            ]
+        )
+    histories = await _each_part_is_what_a_plain_read_finds(db)
+    assert histories == len(VIEWERS) * HISTORY_PREFETCH
+
+
+async def _each_part_is_what_a_plain_read_finds(db: AsyncDatabase[dict[str, Any]]) -> int:
+    """Check every viewer's turn reads against plain reads; the history messages seen."""
+    seen = {"partitions": 0, "questions": 0, "history": 0}
     for who in VIEWERS:
         with turn_memo.reply_turn():
             memo = turn_memo.current()
@@ -171,8 +215,12 @@ async def test_in_a_turn_each_part_is_exactly_what_a_plain_read_finds(
         assert _by_id(parts[CLARIFICATIONS]) == _by_id(expected), who
         for doc in parts[PARTITIONS] + parts[CLARIFICATIONS]:
             assert is_visible(Partition.from_fields(doc), who), (who, doc["_id"])
+        last = db[MESSAGES].find({"thread_id": who.thread.id}, sort=list(NEWEST_FIRST))
+        expected = [d async for d in last.limit(HISTORY_PREFETCH)]
+        assert messages_part(parts[MESSAGES], "history") == expected, who
         seen["partitions"] += len(parts[PARTITIONS])
         seen["questions"] += len(parts[CLARIFICATIONS])
+        seen["history"] += len(expected)
     # ann's DM: her own and her two circles' (4); the family group: all four of its
     # partitions, zed's included; nobody else's DM anywhere.
     assert _visible_keys(VIEWERS[0]) == {
@@ -184,6 +232,7 @@ async def test_in_a_turn_each_part_is_exactly_what_a_plain_read_finds(
     }
     assert "shared:fam:zed" in _visible_keys(VIEWERS[1])
     assert seen["partitions"] > 0 and seen["questions"] > 0
+    return seen["history"]
 
 
 def _by_id(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
