@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol, cast
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +81,15 @@ class SearchBackend(Protocol):
     name: str
 
     async def prepare(self, viewer: Viewer) -> PreparedSearch: ...
+
+
+@runtime_checkable
+class PeekingBackend(Protocol):
+    """A backend that can name, without a read, the search a viewer's last one used
+    (the application-side one; Atlas keeps no index to name). Only such a backend gets
+    rankings made ahead (:meth:`Retriever.foresee`); any other searches as always."""
+
+    def peek(self, viewer: Viewer) -> PreparedSearch | None: ...
 
 
 #: An extra leg (mem0): returns local fact ids with scores, already filtered by viewer.
@@ -144,13 +153,13 @@ class Retriever:
         search takes it only if the index it confirms is that very index, unchanged
         (:class:`Guess`); anything else, and it ranks as it always does."""
         text = _query_text(message)
-        peek = getattr(self.backend, "peek", None)
+        backend = self.backend
         key = guess_key(viewer, text)
-        if not text or peek is None or self.extra_legs or key in self._guesses:
+        if not text or not isinstance(backend, PeekingBackend) or self.extra_legs:
             return  # another leg (mem0) asks a service: a guess would ask it twice
-        if not should_retrieve(message):
+        if key in self._guesses or not should_retrieve(message):
             return
-        prepared = peek(viewer)
+        prepared = backend.peek(viewer)
         stamp = stamp_of(prepared)
         if prepared is None or stamp is None:
             return

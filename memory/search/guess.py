@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from memory.models import Viewer
 from memory.ports import Vector
@@ -57,9 +57,18 @@ class Guess(Generic[Result]):
         self.vector.cancel()
 
 
+@runtime_checkable
+class Stamped(Protocol):
+    """A prepared search that names the index it searches and the changes it had taken
+    (the application-side one); equal stamps, equal rankings."""
+
+    @property
+    def stamp(self) -> object: ...
+
+
 def stamp_of(prepared: object) -> object:
     """A prepared search's stamp, or None for a backend that keeps no index to name."""
-    return getattr(prepared, "stamp", None)
+    return prepared.stamp if isinstance(prepared, Stamped) else None
 
 
 def guess_key(viewer: Viewer, text: str) -> tuple[str, str, str, str]:
