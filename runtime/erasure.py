@@ -1,6 +1,6 @@
 """What a forget cleans outside the memory stores: the bot's spool files, Redis's
-append-only file and the embedded database's oplog (the
-:class:`memory.reply_ports.ErasureResidue` port)."""
+append-only file and any oplog entries an older version left in the embedded database
+(the :class:`memory.reply_ports.ErasureResidue` port)."""
 
 from __future__ import annotations
 

@@ -40,6 +40,12 @@ Document = dict[str, Any]
 #: from the URI: a ``w=1`` there would quietly take back a promise made to the user.
 WRITE_CONCERN: Final[dict[str, Any]] = {"w": "majority", "journal": True}
 
+#: How long a pooled connection to the embedded server may sit unused before the driver
+#: opens a fresh one instead. The server closes a connection idle for 5 minutes, and it
+#: runs standalone, where the driver does not retry a write that meets a closed
+#: connection: after a quiet spell, the first write would fail. Two minutes leaves room.
+EMBEDDED_POOL_IDLE_MS: Final = 120_000
+
 
 class Lease(Protocol):
     """A hold on an embedded server: let go of it and the server may stop."""
@@ -112,6 +118,7 @@ async def connect_mongo(
             appname="alfred",
             # A reply turn's memoised reads are dropped as this process writes.
             event_listeners=[WriteInvalidation()],
+            maxIdleTimeMS=EMBEDDED_POOL_IDLE_MS if mode is Mode.EMBEDDED else None,
             **WRITE_CONCERN,
         )
     except (InvalidURI, PyMongoConfigurationError, ValueError) as exc:
@@ -153,10 +160,12 @@ PRUNE_OPLOG: Final = "secantusAdmin.pruneOplog"
 
 
 async def prune_oplog(handle: MongoHandle) -> int:
-    """Have the embedded server drop the oplog entries past its cap now, rather than at
-    its next periodic sweep (after an erase the oplog still holds what was deleted).
-    A configured MongoDB is left alone (its oplog is the operator's, docs/privacy.md);
-    returns the entries dropped."""
+    """Have the embedded server drop every oplog entry its data folder still holds.
+
+    It runs standalone and writes none (:mod:`runtime.embedded.servers`), but a folder an
+    older version served as a replica set may keep entries, what was erased included; its
+    cap of none makes this prune drop them all. A configured MongoDB is left alone (its
+    oplog is the operator's, docs/privacy.md); returns the entries dropped."""
     if handle.mode is not Mode.EMBEDDED:
         return 0
     try:
