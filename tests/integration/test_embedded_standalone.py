@@ -36,6 +36,7 @@ from runtime.erasure import ErasureFiles
 from runtime.settings import Settings
 from tests.helpers.fake_telegram import free_port
 from tests.helpers.replay import say
+from tests.integration.test_embedded_servers import eventually
 
 CANARY = "quillmarsh"
 START_DEADLINE = 30.0
@@ -104,11 +105,11 @@ def server_pid(data_dir: Path) -> int:
 async def canary_in_oplog(data_dir: Path, alfreds_server: int) -> list[str]:
     """The oplog entries holding the canary, once Alfred's own server (process
     ``alfreds_server``) has let go of the folder: it stops a moment after its last user."""
-    deadline = time.monotonic() + START_DEADLINE
-    while process_alive(alfreds_server):
-        if time.monotonic() > deadline:
-            pytest.fail("Alfred's embedded server did not stop after its last user left")
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: not process_alive(alfreds_server),
+        "Alfred's embedded server stops after its last user left",
+        within=START_DEADLINE,
+    )
     async with replica_set_server(data_dir) as client:
         return [e for e in await oplog_entries(client) if CANARY in e]
 
@@ -146,9 +147,10 @@ async def test_entries_left_by_a_replica_set_are_dropped_at_the_next_erase(
     mongo = await open_mongo(world)
     alfreds_server = server_pid(data)
     try:
-        counts = await ErasureFiles(None, lambda: None, mongo).scrub(None, None)
+        erasure = ErasureFiles(None, lambda: None, mongo)
+        counts = await erasure.scrub(None, None)
         assert counts["oplog_entries"] >= 2, counts
-        again = await ErasureFiles(None, lambda: None, mongo).scrub(None, None)
+        again = await erasure.scrub(None, None)
         assert again["oplog_entries"] == 0, "nothing is left to drop"
         assert await mongo.db["notes"].find_one({"_id": 1}) is not None, "the data stays"
     finally:
