@@ -7,7 +7,7 @@ embedded/offline one, or a test fake).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -84,4 +84,11 @@ class FactIndexSource(Protocol):
 
     async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
         """The current, visible facts among ``ids``, embeddings included."""
+        ...
+
+    def partition_facts(
+        self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
+    ) -> AsyncIterator[Fact]:
+        """Every current fact of those partitions that the viewer may see, embeddings
+        included, read ``batch`` at a time (an index's first load of a partition)."""
         ...

@@ -14,11 +14,12 @@ which facts each of its last versions changed. Before each search the cache read
 visible partitions' versions (one small query, privacy filter inside). For a partition
 whose version moved it loads again just the facts named since the version it holds
 (those no longer current or visible leave the index); when the record cannot name them
-(a first sync, a cache further behind than the record keeps, a write of many facts) it
-lists the partition's ``{id: revision}``, diffs, and loads what changed. Listing costs
-a read of every fact of the partition (0.2-0.3 s for 3,300 facts on the embedded
-server), naming a few milliseconds. A reader that raced a writer sees the version move
-on its next search and catches up, so nothing is missed for long and nothing stale stays.
+(a cache further behind than the record keeps, a write of many facts) it lists the
+partition's ``{id: revision}``, diffs, and loads what changed. A partition the index has
+never held is read whole, in one streamed read. Listing costs a read of every fact of
+the partition (0.2-0.3 s for 3,300 facts on the embedded server), naming a few
+milliseconds. A reader that raced a writer sees the version move on its next search and
+catches up, so nothing is missed for long and nothing stale stays.
 """
 
 from __future__ import annotations
@@ -182,8 +183,11 @@ class ScopeIndexCache:
                     named.update(ids)
             if named:
                 await self._reload(index, viewer, sorted(named))
-            if listed:
-                await self._sync(index, viewer, listed)
+            first = [pkey for pkey in listed if pkey not in index.versions]
+            if first:
+                await self._load_partitions(index, viewer, first)
+            if len(first) < len(listed):
+                await self._sync(index, viewer, [pkey for pkey in listed if pkey not in first])
             index.versions.update(moved)
             if moved:
                 index.changes += 1
@@ -216,6 +220,25 @@ class ScopeIndexCache:
                 else:
                     index.remove(fact_id)
             self.loads += len(loaded)
+
+    async def _load_partitions(
+        self, index: ScopeIndex, viewer: Viewer, partition_keys: Sequence[str]
+    ) -> None:
+        """A first load of whole partitions, in one streamed read of their facts: listing
+        them and loading by id took ten times as long on the embedded server (11 s
+        against 1.5 s for a group's 10,000 facts). Facts of these partitions that the
+        index holds and the read did not return leave it (an earlier load cut short by
+        an error may have left some)."""
+        seen: set[str] = set()
+        async for fact in self._source.partition_facts(viewer, partition_keys, batch=LOAD_CHUNK):
+            if fact.current and is_visible(fact.partition, viewer):
+                index.put(fact)
+                seen.add(fact.id)
+            self.loads += 1
+        loaded = set(partition_keys)
+        for fact_id, held in list(index.facts.items()):
+            if held.partition.key() in loaded and fact_id not in seen:
+                index.remove(fact_id)
 
     async def _sync(self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str]) -> None:
         """List the partitions' facts and load what the index lacks or holds older."""

@@ -197,3 +197,27 @@ async def test_loading_facts_by_id_returns_only_the_viewers(
         loaded = await store.load_facts(viewer, asked)
         expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
         assert sorted(f.id for f in loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+
+
+async def test_loading_whole_partitions_returns_only_the_viewers(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """An index's first load reads whole partitions (the partition keys, then the filter):
+    ask for every partition as every viewer, a few per reply, and each gets exactly the
+    current facts it may see, none twice."""
+    store = MongoFactStore(migrated_db)
+    ids: dict[str, Partition] = {}
+    for name, partition in PARTITIONS.items():
+        for n in range(3):
+            fact = fact_in(partition, f"{name} whole {n}")
+            await store.add(fact)
+            ids[fact.id] = partition
+    retired = fact_in(PARTITIONS["c_circle"], "c_circle retired")
+    await store.add(retired)
+    await store.invalidate(retired.id, at=NOW)
+    keys = sorted({p.key() for p in PARTITIONS.values()})
+    for viewer in everyone():
+        loaded = [f.id async for f in store.partition_facts(viewer, keys, batch=2)]
+        expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
+        assert sorted(loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+        assert len(loaded) == len(set(loaded))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,12 +11,14 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo.facts import MongoFactStore
+from integrations.mongo.journal import MongoJournal
 from memory.clock import ManualClock
 from memory.facts import FactWriter
-from memory.models import Category, Partition, Viewer
+from memory.models import Category, Fact, Message, Partition, Role, Viewer
 from memory.ports import Embedder
 from memory.retrieval import RetrievalConfig, Retriever
 from memory.search.app_backend import AppSearchBackend
+from memory.search.recent import RecentLeg
 from memory.search.scope_index import ScopeIndexCache
 from tests.helpers.fakes import (
     FailingEmbedder,
@@ -210,6 +213,81 @@ async def test_slow_leg_is_dropped_within_budget(
     assert asyncio.get_running_loop().time() - started < 1.0
     assert result.legs["mem0"] == "timeout"
     assert result.facts[0].fact.content == "Bob loves sushi and ramen"
+
+
+class SlowFirstLoad(MongoFactStore):
+    """The real store, whose first load of a scope takes longer than a leg's budget (an
+    index's first load at 10,000 facts takes 1-2 s on the embedded server)."""
+
+    async def partition_facts(
+        self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
+    ) -> AsyncIterator[Fact]:
+        await asyncio.sleep(0.6)
+        async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
+            yield fact
+
+
+class StarvedOnce(MongoJournal):
+    """The real journal, whose first read of unformed messages never comes back in time
+    (on the embedded server it waited behind an index's first load)."""
+
+    starved = False
+
+    async def unformed_visible(self, viewer: Viewer, *, limit: int) -> list[Message]:
+        if not self.starved:
+            self.starved = True
+            await asyncio.sleep(10)
+        return await super().unformed_visible(viewer, limit=limit)
+
+
+async def said_minutes_ago(db: AsyncDatabase[dict[str, Any]]) -> StarvedOnce:
+    journal = StarvedOnce(db)
+    await journal.append(
+        Message(
+            id="m-keys",
+            thread_id=group("fam").id,
+            partition=Partition.circle("fam"),
+            role=Role.USER,
+            user_id="alice",
+            text="I keep the boat keys in the red tin",
+            created_at=NOW - timedelta(minutes=3),
+        )
+    )
+    return journal
+
+
+async def test_recent_messages_are_read_again_after_a_slow_first_load(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """The reply waited for the index's first load longer than the recent leg's budget,
+    so a journal read that timed out meanwhile is made again: what was said minutes ago
+    is still found in the first reply after a start."""
+    store = SlowFirstLoad(migrated_db)
+    await FactWriter(store, HashEmbedder(), ManualClock(NOW)).add(*SEED[1])
+    journal = await said_minutes_ago(migrated_db)
+    retriever = make_retriever(store, HashEmbedder(), ManualClock(NOW), leg_timeout_s=0.2)
+    retriever.recent = RecentLeg(journal, HashEmbedder())
+    result = await retriever.search(BOB_GROUP, "where are the boat keys?", limit=5)
+    assert journal.starved and result.legs["recent"] == "ok (1)"
+    assert result.facts[0].fact.content == "I keep the boat keys in the red tin"
+
+
+async def test_a_late_journal_read_is_still_dropped_within_budget(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """With the index loaded, a journal read that is late is dropped at the leg's budget,
+    and the facts answer."""
+    store = MongoFactStore(migrated_db)
+    await FactWriter(store, HashEmbedder(), ManualClock(NOW)).add(*SEED[1])
+    journal = await said_minutes_ago(migrated_db)
+    retriever = make_retriever(store, HashEmbedder(), ManualClock(NOW), leg_timeout_s=0.2)
+    await retriever.search(BOB_GROUP, "warm the index", limit=5)
+    retriever.recent = RecentLeg(journal, HashEmbedder())
+    started = asyncio.get_running_loop().time()
+    result = await retriever.search(BOB_GROUP, "when is the family in Lisbon?", limit=5)
+    assert asyncio.get_running_loop().time() - started < 1.0
+    assert result.legs["recent"] == "timeout"
+    assert [f.fact.content for f in result.facts] == ["The family is going to Lisbon in May"]
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ of nothing but the versions it reads, as across processes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
@@ -19,8 +19,9 @@ from integrations.mongo.facts import CHANGE_IDS_MAX, CHANGE_RING, MongoFactStore
 from memory.clock import ManualClock
 from memory.constants import PARTITIONS
 from memory.facts import FactWriter
-from memory.models import Partition, Viewer
-from memory.search.scope_index import ScopeIndexCache
+from memory.models import Fact, Partition, Viewer
+from memory.privacy import is_visible
+from memory.search.scope_index import LOAD_CHUNK, ScopeIndexCache
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.world import dm, group, viewer
 
@@ -37,12 +38,20 @@ class CountingStore(MongoFactStore):
     def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
         super().__init__(db)
         self.listed: list[list[str]] = []
+        self.streamed: list[list[str]] = []  # whole partitions read at a first load
 
     async def fact_revisions(
         self, viewer: Viewer, partition_keys: Sequence[str]
     ) -> dict[str, tuple[str, int]]:
         self.listed.append(sorted(partition_keys))
         return await super().fact_revisions(viewer, partition_keys)
+
+    async def partition_facts(
+        self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
+    ) -> AsyncIterator[Fact]:
+        self.streamed.append(sorted(partition_keys))
+        async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
+            yield fact
 
 
 class World:
@@ -173,3 +182,66 @@ async def test_a_record_naming_someone_elses_fact_leaks_nothing(world: World) ->
     assert set(bobs) <= set(bob_view) and not set(alices) & set(bob_view)
     for v, seen in ((ALICE_GROUP, group_view), (ALICE_DM, alice_view), (BOB_DM, bob_view)):
         assert seen == await world.truth(v)
+
+
+async def test_a_first_load_reads_each_partition_whole_once(world: World) -> None:
+    """A cache that holds nothing of a scope reads its partitions' facts in one streamed
+    read, lists nothing and loads nothing by id, and holds exactly what the viewer may
+    see: each current fact at its revision, checked against the store's own listing."""
+    for v in (ALICE_GROUP, ALICE_DM, BOB_DM):
+        cache = world.new_cache(world.reader)
+        world.reader.listed.clear()
+        world.reader.streamed.clear()
+        index = await cache.index_for(v)
+        expected = {
+            f.id: (f.rev, f.content, f.pinned)
+            for f in await world.other.list_visible(v)
+            if is_visible(f.partition, v)
+        }
+        assert {i: (f.rev, f.content, f.pinned) for i, f in index.facts.items()} == expected
+        assert world.reader.listed == []
+        assert world.reader.streamed == [sorted(index.versions)]
+        assert cache.loads == len(expected)
+
+
+async def test_a_first_load_in_many_replies_holds_every_fact(world: World) -> None:
+    """More facts than one reply carries: all of them arrive, none twice."""
+    for i in range(LOAD_CHUNK + 7 - 40):
+        await world.writer.add(f"Bulk family fact {i}", FAM)
+    cache = world.new_cache(world.reader)
+    index = await cache.index_for(ALICE_GROUP)
+    assert len([f for f in index.facts.values() if f.partition == FAM]) == LOAD_CHUNK + 7
+    assert cache.loads == LOAD_CHUNK + 7
+
+
+async def test_a_first_load_cut_short_leaves_nothing_stale(world: World) -> None:
+    """A first load that fails half way (the database gone) leaves the partition without
+    a version, so the next search reads it whole again: a fact the cut load put in and
+    that was retired meanwhile leaves the index, and what was added arrives."""
+
+    class FailingHalfWay(CountingStore):
+        failing = True
+        yielded: ClassVar[list[str]] = []
+
+        async def partition_facts(
+            self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
+        ) -> AsyncIterator[Fact]:
+            async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
+                if self.failing and len(self.yielded) == 20:
+                    raise ConnectionError("the database went away")
+                self.yielded.append(fact.id)
+                yield fact
+
+    store = FailingHalfWay(world.db)
+    cache = world.new_cache(store)
+    with pytest.raises(ConnectionError):
+        await cache.index_for(ALICE_GROUP)
+    gone = store.yielded[0]
+    await world.other.invalidate(gone, at=NOW + timedelta(hours=1), reason="no longer true")
+    added, _ = await world.writer.add("The family adopted a cat", FAM)
+
+    store.failing = False  # the database is back
+    index = await cache.index_for(ALICE_GROUP)
+    after = {i: (f.rev, f.content, f.pinned) for i, f in index.facts.items()}
+    assert gone not in after and added.id in after
+    assert after == await world.truth(ALICE_GROUP)
