@@ -16,8 +16,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from runtime.embedded.state import (
     write_lease,
 )
 from runtime.embedded.supervisor import EXIT_SERVER_DIED, LEASE_SCAN, RESTART_LIMIT
+from tests.helpers.polling import eventually as poll
 
 GRACE = 1.0  # the supervisor's default
 STOP_DEADLINE = 15.0
@@ -52,12 +53,7 @@ lease.release()
 """
 
 
-async def eventually(check: Callable[[], bool], what: str, within: float = STOP_DEADLINE) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {within}s: {what}")
-        await asyncio.sleep(0.05)
+eventually = partial(poll, within=STOP_DEADLINE)
 
 
 async def take(kind: Kind, data_dir: Path, **kwargs: Any) -> EmbeddedLease:
@@ -193,7 +189,7 @@ async def test_killed_supervisor_data_reopens_intact(tmp_path: Path) -> None:
     await client.close()
 
     os.kill(lease.supervisor_pid, signal.SIGKILL)
-    await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor dies", 5)
+    await eventually(lambda: not process_alive(lease.supervisor_pid), "supervisor dies", within=5)
     # The orphaned server may still be closing WiredTiger (it takes ~2 s): acquire must
     # wait it out, then reopen the same files.
     reopened = await take("mongo", tmp_path)

@@ -35,8 +35,8 @@ from runtime.embedded.state import EmbeddedPaths, process_alive, read_state
 from runtime.erasure import ErasureFiles
 from runtime.settings import Settings
 from tests.helpers.fake_telegram import free_port
+from tests.helpers.polling import eventually
 from tests.helpers.replay import say
-from tests.integration.test_embedded_servers import eventually
 
 CANARY = "quillmarsh"
 START_DEADLINE = 30.0

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -59,6 +58,7 @@ from tests.conftest import make_settings
 from tests.helpers.cleanup import drop_test_database
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.journal import message
+from tests.helpers.polling import eventually
 
 NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,14 +253,6 @@ class SpyQueue(JobQueue):
         return await super().enqueue_form(request_id, defer=defer)
 
 
-async def wait_until(predicate: Callable[[], Awaitable[bool]], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {seconds}s")
-        await asyncio.sleep(0.05)
-
-
 # --- the trigger ----------------------------------------------------------------------
 
 
@@ -367,7 +359,7 @@ async def test_per_thread_lock_defers_the_second_job(env: Env) -> None:
         async def both_done() -> bool:
             return all(not r.open for r in await env.outbox.all_requests())
 
-        await wait_until(both_done, 20)
+        await eventually(both_done, "both requests done", within=20)
     finally:
         await worker.stop()
     assert env.llm.max_in_flight == 1, "never two formations of one thread at once"
@@ -801,7 +793,7 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
             async def lock_lapsed() -> bool:
                 return not await env.redis.client.exists(lock)
 
-            await wait_until(lock_lapsed, 5)
+            await eventually(lock_lapsed, "the lock lapsed", within=5)
             release.set()
 
             arq_cli = Path(sys.executable).with_name("arq")
@@ -815,8 +807,8 @@ async def test_worker_killed_mid_formation_loses_and_duplicates_nothing(
             )
 
             try:
-                await wait_until(request_finished(env, request.id), 40)
-            except AssertionError:
+                await eventually(request_finished(env, request.id), "request done", within=40)
+            except pytest.fail.Exception:
                 raise AssertionError((logs / "b.out").read_text()[-3000:]) from None
             worker_b.send_signal(signal.SIGTERM)
             await asyncio.wait_for(worker_b.wait(), 15)
@@ -889,8 +881,8 @@ async def test_a_worker_killed_holding_the_lock_hands_its_job_on_within_the_leas
             )  # fmt: skip
 
             try:
-                await wait_until(request_finished(env, request.id), 40)
-            except AssertionError:
+                await eventually(request_finished(env, request.id), "request done", within=40)
+            except pytest.fail.Exception:
                 raise AssertionError((logs / "b.out").read_text()[-3000:]) from None
         facts = await env.facts()
         assert facts and len({f["hash"] for f in facts}) == len(facts), "each fact once"

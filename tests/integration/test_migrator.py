@@ -5,7 +5,6 @@ end) and the search-index step that every run ends with."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,21 +15,13 @@ from integrations.mongo.migrator import LOCK_ID, NO_ATLAS_SEARCH, Migration, Mig
 from memory.constants import SCHEMA_MIGRATIONS
 from memory.errors import Unavailable
 from migrations import migrate, status
+from tests.helpers.polling import eventually
 
 Db = AsyncDatabase[dict[str, Any]]
 #: A lease this short expires several times during one slow migration unless renewed.
 # Short enough to see renewals within seconds; long enough that a loaded machine (a
 # database round trip of a few hundred ms) never lets a live holder's lease lapse.
 SHORT = timedelta(milliseconds=1500)
-
-
-async def wait_until(condition: Callable[[], Awaitable[bool]], seconds: float = 20) -> None:
-    """Poll ``condition`` until it holds (fails the test after ``seconds``)."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not await condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.02)
 
 
 class SlowMigration:
@@ -80,7 +71,7 @@ async def test_a_long_migration_keeps_the_lock_and_a_second_run_waits(db: Db) ->
         expires = doc["expires_at"].replace(tzinfo=UTC)
         return expires > taken["expires_at"].replace(tzinfo=UTC) + 2 * SHORT
 
-    await wait_until(renewed_well_past_the_first_lease)
+    await eventually(renewed_well_past_the_first_lease, "the lease renewed", within=20, every=0.02)
     assert slow.runs == 1, "the second run did not start the migration meanwhile"
     assert not second.done()
 

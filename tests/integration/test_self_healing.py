@@ -18,8 +18,8 @@ import logging
 import os
 import re
 import signal
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from runtime.settings import Settings
 from services.reply.assistant import MEMORY_DOWN
 from tests.conftest import make_settings
 from tests.helpers.fake_telegram import FakeTelegram
+from tests.helpers.polling import eventually as poll
 from tests.integration import test_telegram_bot as harness
 
 GOT_IT = "Got it, I'll remember that."
@@ -50,19 +51,7 @@ handler_errors = harness.handler_errors
 spool_file = harness.spool_file
 
 
-async def eventually(
-    check: Callable[[], bool | Awaitable[bool]], what: str, within: float = WAIT
-) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {within}s: {what}")
-        await asyncio.sleep(0.05)
+eventually = partial(poll, within=WAIT)
 
 
 def restarted(lease: EmbeddedLease) -> Callable[[], bool]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,6 +22,7 @@ from telegram import Update
 
 from bot.telegram.delivery import Spool
 from bot.telegram.spool_retry import MOST_TRIES, SpoolRetry, replay_spool
+from tests.helpers.polling import eventually as poll
 
 WAIT = 10.0  # a deadline, never a measured duration
 FIRST_WAIT = 0.005
@@ -89,12 +91,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         handler.cancel()
 
 
-async def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {WAIT}s: {what}")
-        await asyncio.sleep(0.005)
+eventually = partial(poll, within=WAIT, every=0.005)
 
 
 async def settled(world: World) -> None:
