@@ -177,22 +177,31 @@ def everyone() -> list[Viewer]:
     ]
 
 
-async def test_loading_facts_by_id_returns_only_the_viewers(
-    migrated_db: AsyncDatabase[dict[str, Any]],
-) -> None:
-    """The search index loads facts by id in two stages (the ids, then the filter): ask
-    for every fact of every partition, and each viewer gets exactly the ones it may see."""
-    store = MongoFactStore(migrated_db)
+async def three_in_each_partition_and_one_retired(
+    store: MongoFactStore, retired_in: str
+) -> tuple[dict[str, Partition], str]:
+    """Three current facts in each of :data:`PARTITIONS` (id to partition), and the id of
+    one more, retired, in the partition named ``retired_in``."""
     ids: dict[str, Partition] = {}
     for name, partition in PARTITIONS.items():
         for n in range(3):
             fact = fact_in(partition, f"{name} note {n}")
             await store.add(fact)
             ids[fact.id] = partition
-    retired = fact_in(PARTITIONS["a_dm"], "a_dm retired")
+    retired = fact_in(PARTITIONS[retired_in], f"{retired_in} retired")
     await store.add(retired)
     await store.invalidate(retired.id, at=NOW)
-    asked = [*ids, retired.id, "no-such-fact"]
+    return ids, retired.id
+
+
+async def test_loading_facts_by_id_returns_only_the_viewers(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """The search index loads facts by id in two stages (the ids, then the filter): ask
+    for every fact of every partition, and each viewer gets exactly the ones it may see."""
+    store = MongoFactStore(migrated_db)
+    ids, retired = await three_in_each_partition_and_one_retired(store, "a_dm")
+    asked = [*ids, retired, "no-such-fact"]
     for viewer in everyone():
         loaded = await store.load_facts(viewer, asked)
         expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
@@ -206,15 +215,7 @@ async def test_loading_whole_partitions_returns_only_the_viewers(
     ask for every partition as every viewer, a few per reply, and each gets exactly the
     current facts it may see, none twice."""
     store = MongoFactStore(migrated_db)
-    ids: dict[str, Partition] = {}
-    for name, partition in PARTITIONS.items():
-        for n in range(3):
-            fact = fact_in(partition, f"{name} whole {n}")
-            await store.add(fact)
-            ids[fact.id] = partition
-    retired = fact_in(PARTITIONS["c_circle"], "c_circle retired")
-    await store.add(retired)
-    await store.invalidate(retired.id, at=NOW)
+    ids, _ = await three_in_each_partition_and_one_retired(store, "c_circle")
     keys = sorted({p.key() for p in PARTITIONS.values()})
     for viewer in everyone():
         loaded = [f.id async for f in store.partition_facts(viewer, keys, batch=2)]
