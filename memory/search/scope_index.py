@@ -225,8 +225,8 @@ class ScopeIndexCache:
         self, index: ScopeIndex, viewer: Viewer, partition_keys: Sequence[str]
     ) -> None:
         """A first load of whole partitions, in one streamed read of their facts: listing
-        them and loading by id took ten times as long on the embedded server (11 s
-        against 1.5 s for a group's 10,000 facts). Facts of these partitions that the
+        them and loading by id took five times as long on the embedded server (11 s
+        against 2 s for a group's 10,000 facts). Facts of these partitions that the
         index holds and the read did not return leave it (an earlier load cut short by
         an error may have left some)."""
         seen: set[str] = set()
