@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -110,6 +110,14 @@ class ScopeIndex:
             has_vector=usable,
         )
 
+    def drop_unlisted(self, partition_keys: Collection[str], listed: Collection[str]) -> None:
+        """Remove the facts of ``partition_keys`` that are not among ``listed``, those
+        partitions' facts as the store has them now."""
+        keys = set(partition_keys)
+        for fact_id, held in list(self.facts.items()):
+            if held.partition.key() in keys and fact_id not in listed:
+                self.remove(fact_id)
+
     @property
     def stale_vectors(self) -> int:
         """Facts without a vector of the current model (need the re-embed job)."""
@@ -184,10 +192,11 @@ class ScopeIndexCache:
             if named:
                 await self._reload(index, viewer, sorted(named))
             first = [pkey for pkey in listed if pkey not in index.versions]
+            behind = [pkey for pkey in listed if pkey in index.versions]
             if first:
                 await self._load_partitions(index, viewer, first)
-            if len(first) < len(listed):
-                await self._sync(index, viewer, [pkey for pkey in listed if pkey not in first])
+            if behind:
+                await self._sync(index, viewer, behind)
             index.versions.update(moved)
             if moved:
                 index.changes += 1
@@ -235,18 +244,12 @@ class ScopeIndexCache:
                 index.put(fact)
                 seen.add(fact.id)
             self.loads += 1
-        loaded = set(partition_keys)
-        for fact_id, held in list(index.facts.items()):
-            if held.partition.key() in loaded and fact_id not in seen:
-                index.remove(fact_id)
+        index.drop_unlisted(partition_keys, seen)
 
     async def _sync(self, index: ScopeIndex, viewer: Viewer, changed: Sequence[str]) -> None:
         """List the partitions' facts and load what the index lacks or holds older."""
         revisions = await self._source.fact_revisions(viewer, changed)
-        changed_set = set(changed)
-        for fact_id, held in list(index.facts.items()):
-            if held.partition.key() in changed_set and fact_id not in revisions:
-                index.remove(fact_id)
+        index.drop_unlisted(changed, revisions)
         to_load = [
             fact_id
             for fact_id, (_, rev) in revisions.items()

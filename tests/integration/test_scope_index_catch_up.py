@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
@@ -220,8 +220,10 @@ async def test_a_first_load_cut_short_leaves_nothing_stale(world: World) -> None
     that was retired meanwhile leaves the index, and what was added arrives."""
 
     class FailingHalfWay(CountingStore):
-        failing = True
-        yielded: ClassVar[list[str]] = []
+        def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
+            super().__init__(db)
+            self.failing = True
+            self.yielded: list[str] = []
 
         async def partition_facts(
             self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
