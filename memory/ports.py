@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,20 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed a batch: an array of shape ``(len(texts), dimensions)``, rows L2-normalised."""
         ...
+
+
+class LoadedFact(NamedTuple):
+    """A fact as a search index's first load reads it: the fact without its embedding,
+    and the embedding as the float32 row the index keeps (None when it has none).
+    Decoded straight from storage: as Python floats on the way, 10,000 vectors cost
+    about 0.5 s of the load, against 0.01 s."""
+
+    fact: Fact
+    vector: Vector | None
+
+    @property
+    def id(self) -> str:
+        return self.fact.id
 
 
 class PartitionVersion(Protocol):
@@ -88,7 +102,8 @@ class FactIndexSource(Protocol):
 
     def partition_facts(
         self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
-    ) -> AsyncIterator[Fact]:
-        """Every current fact of those partitions that the viewer may see, embeddings
-        included, read ``batch`` at a time (an index's first load of a partition)."""
+    ) -> AsyncIterator[LoadedFact]:
+        """Every current fact of those partitions that the viewer may see, each with its
+        embedding beside it, read ``batch`` at a time (an index's first load of a
+        partition)."""
         ...

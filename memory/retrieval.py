@@ -40,11 +40,11 @@ from memory.search.config import RetrievalConfig
 from memory.search.fusion import (
     FusionMethod,
     MemorySignals,
-    absolute_blend,
     absolute_relevance,
-    blend,
+    blend_standings,
     fuse,
     rrf_fusion,
+    standing,
     strongest_leg,
     weighted_fusion,
 )
@@ -373,20 +373,22 @@ class Retriever:
             and strongest.get(i, 0.0) >= self.config.min_relevance
         }
 
-        def signals(relevance: Mapping[str, float]) -> dict[str, MemorySignals]:
-            return {
-                i: MemorySignals(
-                    relevance=relevance.get(i, 0.0),
+        config = self.config.blend
+        standings = {
+            i: standing(
+                MemorySignals(
+                    relevance=0.0,
                     age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
                     importance=c.importance,
                     access_count=c.access_count,
                     pinned=c.pinned,
-                )
-                for i, c in visible.items()
-            }
-
-        final = blend(signals(fused), self.config.blend)
-        scored = absolute_blend(signals(absolute), self.config.blend)
+                ),
+                config,
+            )
+            for i, c in visible.items()
+        }
+        final = blend_standings(fused, standings, config)
+        scored = blend_standings(absolute, standings, config, absolute=True)
         first = own_first(text, viewer, visible, scores.get("dense", {}))
         result.own_first = frozenset(first)
         ranked = sorted(final, key=lambda i: (i not in first, -final[i], i))[:limit]
@@ -509,7 +511,8 @@ class Retriever:
         weights = [self._leg_weight(name) for name in names]
         if sum(weights) <= 0:
             return {}, {}
-        legs = [scores[n] for n in names]
+        # Only the resolved candidates are read: the rest of a leg's hits are not ranked.
+        legs = [{i: v for i, v in scores[n].items() if i in resolved} for n in names]
         return (
             absolute_relevance(legs, names, weights, self.config.scale),
             strongest_leg(legs, names, self.config.scale),

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from bson.binary import Binary, BinaryVectorDtype
+import numpy.typing as npt
+from bson.binary import VECTOR_SUBTYPE, Binary, BinaryVectorDtype
 
 from integrations.mongo.recall_log import FOLD_MARK
 from memory.models import (
@@ -22,6 +23,7 @@ from memory.models import (
     Partition,
     Reflection,
 )
+from memory.ports import LoadedFact
 
 Document = dict[str, Any]
 
@@ -44,6 +46,20 @@ def vector_from_bson(value: Any) -> list[float] | None:
     return [float(x) for x in value]  # legacy arrays of doubles
 
 
+def vector_array_from_bson(value: Any) -> npt.NDArray[np.float32] | None:
+    """A stored vector as float32, read from its bytes where it is a float32 BSON vector
+    (no Python float per component; read-only, as it shares the document's bytes)."""
+    if (
+        isinstance(value, Binary)
+        and value.subtype == VECTOR_SUBTYPE
+        and value[:1] == BinaryVectorDtype.FLOAT32.value
+        and (len(value) - 2) % 4 == 0
+    ):
+        return np.frombuffer(value, dtype="<f4", offset=2)
+    vector = vector_from_bson(value)
+    return None if vector is None else np.asarray(vector, dtype=np.float32)
+
+
 def _with_partition(doc: Document, partition: Partition) -> Document:
     doc.update(partition.as_fields())
     doc["pkey"] = partition.key()
@@ -60,6 +76,12 @@ def fact_to_doc(fact: Fact) -> Document:
     doc["embedding"] = vector_to_bson(fact.embedding)
     doc["current"] = fact.invalid_at is None
     return _with_partition(doc, fact.partition)
+
+
+def loaded_fact_from_doc(doc: Document) -> LoadedFact:
+    """A fact for a search index's load: the embedding beside it as float32, not on it."""
+    vector = vector_array_from_bson(doc.pop("embedding", None))
+    return LoadedFact(fact_from_doc(doc), vector)
 
 
 def fact_from_doc(doc: Document) -> Fact:

@@ -18,12 +18,18 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from integrations.mongo import turn_memo
-from integrations.mongo.codec import fact_from_doc, fact_to_doc, vector_to_bson
+from integrations.mongo.codec import (
+    fact_from_doc,
+    fact_to_doc,
+    loaded_fact_from_doc,
+    vector_to_bson,
+)
 from integrations.mongo.turn_reads import memory_snapshot, visible_partition_records
 from integrations.mongo.upsert import upsert_returning
 from integrations.mongo.visible_reads import count_visible, visible_documents
 from memory.constants import FACTS, PARTITIONS
 from memory.models import Fact, FactVersion, Partition, Viewer
+from memory.ports import LoadedFact
 from memory.privacy import and_visible
 
 Document = dict[str, Any]
@@ -296,18 +302,18 @@ class MongoFactStore:
 
     async def partition_facts(
         self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
-    ) -> AsyncIterator[Fact]:
+    ) -> AsyncIterator[LoadedFact]:
         """Two stages, as in :meth:`fact_revisions`, with the whole documents, ``batch``
-        per reply so that a big partition's vectors are never all held as Python floats.
-        The embedded server takes 0.3-0.5 s to find 500 facts by id, and about 1 s to
-        stream all 10,000 of a group's facts from the partition index (2026-11-29)."""
+        per reply. The embedded server takes 0.3-0.5 s to find 500 facts by id, and
+        about 1 s to stream all 10,000 of a group's facts from the partition index
+        (2026-11-29)."""
         pipeline = [
             {"$match": {"pkey": {"$in": list(partition_keys)}, "current": True}},
             {"$match": and_visible(viewer)},
         ]
         async with await self._facts.aggregate(pipeline, batchSize=batch) as cursor:
             async for doc in cursor:
-                yield fact_from_doc(doc)
+                yield loaded_fact_from_doc(doc)
 
     async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
         """The current ones of ``ids`` that ``viewer`` may see.

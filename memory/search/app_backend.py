@@ -44,22 +44,8 @@ class AppSearch:
         return dict(self._index.bm25.top_k(text, k))
 
     async def resolve(self, ids: Sequence[str]) -> dict[str, Candidate]:
-        out: dict[str, Candidate] = {}
-        for fact_id in ids:
-            f = self._index.facts.get(fact_id)
-            if f is not None:
-                out[fact_id] = Candidate(
-                    id=f.id,
-                    content=f.content,
-                    category=f.category,
-                    importance=f.importance,
-                    partition=f.partition,
-                    reinforced_at=f.reinforced_at,
-                    access_count=f.access_count,
-                    pinned=f.pinned,
-                    terms=self._index.bm25.terms_of(fact_id),
-                )
-        return out
+        facts = self._index.facts
+        return {fact_id: held.candidate for fact_id in ids if (held := facts.get(fact_id))}
 
 
 class AppSearchBackend:

@@ -304,6 +304,34 @@ def importance_score(importance: int | float) -> float:
     return (max(1.0, min(10.0, float(importance))) - 1.0) / 9.0
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A candidate's blend terms that do not depend on the query (recency, importance,
+    strength), each already in [0, 1]. A search blends its candidates twice (relative
+    and absolute relevance): the standing is computed once for both."""
+
+    recency: float
+    importance: float
+    strength: float
+
+
+def standing(signal: MemorySignals, config: BlendConfig = BlendConfig()) -> Standing:
+    """``signal``'s query-independent terms under ``config``."""
+    strength = strength_score(signal.access_count, config.strength_saturation)
+    recency = (
+        1.0
+        if signal.pinned
+        else recency_score(
+            signal.age_days,
+            config.half_life_days,
+            config.recency_floor,
+            strength=strength,
+            strength_half_life_boost=config.strength_half_life_boost,
+        )
+    )
+    return Standing(recency, importance_score(signal.importance), strength)
+
+
 def blend(
     candidates: Mapping[str, MemorySignals], config: BlendConfig = BlendConfig()
 ) -> dict[str, float]:
@@ -313,15 +341,24 @@ def blend(
     ratios are kept (a min-max would push the weakest candidate to 0 and let recency
     alone decide its place). Recency, strength and importance are already in [0, 1].
     """
-    if not candidates:
-        return {}
-    top = max(max(signal.relevance for signal in candidates.values()), 0.0)
-    return _weighted_signals(candidates, config, top=top)
+    relevance = {doc_id: signal.relevance for doc_id, signal in candidates.items()}
+    standings = {doc_id: standing(signal, config) for doc_id, signal in candidates.items()}
+    return blend_standings(relevance, standings, config)
 
 
-def _weighted_signals(
-    candidates: Mapping[str, MemorySignals], config: BlendConfig, *, top: float
+def blend_standings(
+    relevance: Mapping[str, float],
+    standings: Mapping[str, Standing],
+    config: BlendConfig = BlendConfig(),
+    *,
+    absolute: bool = False,
 ) -> dict[str, float]:
+    """:func:`blend` (or :func:`absolute_blend`, with ``absolute``) of the candidates of
+    ``standings``, each with its relevance from ``relevance`` (0 where it has none)."""
+    if not standings:
+        return {}
+    best = 1.0 if absolute else max(relevance.get(doc_id, 0.0) for doc_id in standings)
+    top = max(best, 0.0)
     total = (
         config.relevance_weight
         + config.recency_weight
@@ -329,25 +366,14 @@ def _weighted_signals(
         + config.strength_weight
     )
     out: dict[str, float] = {}
-    for doc_id, signal in candidates.items():
-        relevance = max(0.0, signal.relevance) / top if top > 0 else 0.0
-        strength = strength_score(signal.access_count, config.strength_saturation)
-        recency = (
-            1.0
-            if signal.pinned
-            else recency_score(
-                signal.age_days,
-                config.half_life_days,
-                config.recency_floor,
-                strength=strength,
-                strength_half_life_boost=config.strength_half_life_boost,
-            )
-        )
+    for doc_id, held in standings.items():
+        raw = relevance.get(doc_id, 0.0)
+        scaled = max(0.0, raw) / top if top > 0 else 0.0
         out[doc_id] = (
-            config.relevance_weight * min(1.0, relevance)
-            + config.recency_weight * recency
-            + config.importance_weight * importance_score(signal.importance)
-            + config.strength_weight * strength
+            config.relevance_weight * min(1.0, scaled)
+            + config.recency_weight * held.recency
+            + config.importance_weight * held.importance
+            + config.strength_weight * held.strength
         ) / total
     return out
 
@@ -438,4 +464,6 @@ def absolute_blend(
     """:func:`blend` with each relevance taken as it is (absolute, already in [0, 1])
     instead of divided by the best candidate's: the final score then means the same
     for every query."""
-    return _weighted_signals(candidates, config, top=1.0)
+    relevance = {doc_id: signal.relevance for doc_id, signal in candidates.items()}
+    standings = {doc_id: standing(signal, config) for doc_id, signal in candidates.items()}
+    return blend_standings(relevance, standings, config, absolute=True)

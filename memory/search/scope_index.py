@@ -27,15 +27,16 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 
-from memory.models import Category, Fact, Partition, Viewer
-from memory.ports import FactIndexSource, PartitionVersion
+from memory.models import Fact, Partition, Viewer
+from memory.ports import FactIndexSource, PartitionVersion, Vector
 from memory.privacy import is_visible
 from memory.search.bm25 import BM25Index
+from memory.search.candidate import Candidate
 from memory.search.vector import VectorIndex
 
 DEFAULT_MAX_SCOPES = 256
@@ -47,18 +48,28 @@ ASKERS_PER_SCOPE = 4
 
 @dataclass(frozen=True, slots=True)
 class IndexedFact:
-    """What search and blending need of a fact, without its embedding."""
+    """What search and blending need of a fact, without its embedding: the candidate a
+    search resolves to, made once when the fact is indexed (not on every search)."""
 
-    id: str
-    content: str
-    category: Category
-    importance: int
-    partition: Partition
+    candidate: Candidate
     rev: int
-    reinforced_at: datetime
-    access_count: int
-    pinned: bool
     has_vector: bool
+
+    @property
+    def id(self) -> str:
+        return self.candidate.id
+
+    @property
+    def content(self) -> str:
+        return self.candidate.content
+
+    @property
+    def partition(self) -> Partition:
+        return self.candidate.partition
+
+    @property
+    def pinned(self) -> bool:
+        return self.candidate.pinned
 
 
 @dataclass
@@ -85,10 +96,11 @@ class ScopeIndex:
             self.bm25.remove(fact_id)
             self.vectors.remove(fact_id)
 
-    def put(self, fact: Fact) -> None:
-        """Index ``fact`` (replacing an earlier revision of it)."""
+    def put(self, fact: Fact, vector: Vector | None = None) -> None:
+        """Index ``fact`` (replacing an earlier revision of it), with ``vector`` as its
+        embedding when given (a load that read it as float32), else its own."""
         self.remove(fact.id)
-        embedding = fact.embedding
+        embedding = vector if vector is not None else fact.embedding
         usable = (
             embedding is not None
             and fact.embedding_model == self.model_name
@@ -97,26 +109,31 @@ class ScopeIndex:
         if usable and embedding is not None:
             self.vectors.add(fact.id, np.asarray(embedding, dtype=np.float32))
         self.bm25.add(fact.id, fact.content)
-        self.facts[fact.id] = IndexedFact(
+        candidate = Candidate(
             id=fact.id,
             content=fact.content,
             category=fact.category,
             importance=fact.importance,
             partition=fact.partition,
-            rev=fact.rev,
             reinforced_at=fact.reinforced_at,
             access_count=fact.access_count,
             pinned=fact.pinned,
-            has_vector=usable,
+            terms=self.bm25.terms_of(fact.id),
         )
+        self.facts[fact.id] = IndexedFact(candidate, rev=fact.rev, has_vector=usable)
 
     def drop_unlisted(self, partition_keys: Collection[str], listed: Collection[str]) -> None:
         """Remove the facts of ``partition_keys`` that are not among ``listed``, those
         partitions' facts as the store has them now."""
         keys = set(partition_keys)
-        for fact_id, held in list(self.facts.items()):
-            if held.partition.key() in keys and fact_id not in listed:
-                self.remove(fact_id)
+        # Listed first: after a whole load every fact is, and a key costs a string each.
+        doomed = [
+            fact_id
+            for fact_id, held in self.facts.items()
+            if fact_id not in listed and held.partition.key() in keys
+        ]
+        for fact_id in doomed:
+            self.remove(fact_id)
 
     @property
     def stale_vectors(self) -> int:
@@ -239,9 +256,11 @@ class ScopeIndexCache:
         index holds and the read did not return leave it (an earlier load cut short by
         an error may have left some)."""
         seen: set[str] = set()
-        async for fact in self._source.partition_facts(viewer, partition_keys, batch=LOAD_CHUNK):
+        async for fact, vector in self._source.partition_facts(
+            viewer, partition_keys, batch=LOAD_CHUNK
+        ):
             if fact.current and is_visible(fact.partition, viewer):
-                index.put(fact)
+                index.put(fact, vector)
                 seen.add(fact.id)
             self.loads += 1
         index.drop_unlisted(partition_keys, seen)
@@ -264,18 +283,12 @@ class ScopeIndexCache:
             for fact_id in wanted & index.facts.keys():
                 index.changes += 1
                 old = index.facts[fact_id]
-                index.facts[fact_id] = IndexedFact(
-                    id=old.id,
-                    content=old.content,
-                    category=old.category,
-                    importance=old.importance,
-                    partition=old.partition,
-                    rev=old.rev,
-                    reinforced_at=max(old.reinforced_at, at),
-                    access_count=old.access_count + 1,
-                    pinned=old.pinned,
-                    has_vector=old.has_vector,
+                recalled = replace(
+                    old.candidate,
+                    reinforced_at=max(old.candidate.reinforced_at, at),
+                    access_count=old.candidate.access_count + 1,
                 )
+                index.facts[fact_id] = replace(old, candidate=recalled)
 
     def clear(self) -> None:
         self._scopes.clear()

@@ -14,8 +14,8 @@ from integrations.mongo.facts import MongoFactStore
 from integrations.mongo.journal import MongoJournal
 from memory.clock import ManualClock
 from memory.facts import FactWriter
-from memory.models import Category, Fact, Message, Partition, Role, Viewer
-from memory.ports import Embedder
+from memory.models import Category, Message, Partition, Role, Viewer
+from memory.ports import Embedder, LoadedFact
 from memory.retrieval import RetrievalConfig, Retriever
 from memory.search.app_backend import AppSearchBackend
 from memory.search.recent import RecentLeg
@@ -221,7 +221,7 @@ class SlowFirstLoad(MongoFactStore):
 
     async def partition_facts(
         self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
-    ) -> AsyncIterator[Fact]:
+    ) -> AsyncIterator[LoadedFact]:
         await asyncio.sleep(0.6)
         async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
             yield fact

@@ -19,7 +19,8 @@ from integrations.mongo.facts import CHANGE_IDS_MAX, CHANGE_RING, MongoFactStore
 from memory.clock import ManualClock
 from memory.constants import PARTITIONS
 from memory.facts import FactWriter
-from memory.models import Fact, Partition, Viewer
+from memory.models import Partition, Viewer
+from memory.ports import LoadedFact
 from memory.privacy import is_visible
 from memory.search.scope_index import LOAD_CHUNK, ScopeIndexCache
 from tests.helpers.fakes import HashEmbedder
@@ -48,7 +49,7 @@ class CountingStore(MongoFactStore):
 
     async def partition_facts(
         self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
-    ) -> AsyncIterator[Fact]:
+    ) -> AsyncIterator[LoadedFact]:
         self.streamed.append(sorted(partition_keys))
         async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
             yield fact
@@ -227,7 +228,7 @@ async def test_a_first_load_cut_short_leaves_nothing_stale(world: World) -> None
 
         async def partition_facts(
             self, viewer: Viewer, partition_keys: Sequence[str], *, batch: int
-        ) -> AsyncIterator[Fact]:
+        ) -> AsyncIterator[LoadedFact]:
             async for fact in super().partition_facts(viewer, partition_keys, batch=batch):
                 if self.failing and len(self.yielded) == 20:
                     raise ConnectionError("the database went away")
