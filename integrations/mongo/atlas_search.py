@@ -100,7 +100,7 @@ class AtlasSearch:
         return await self._run(text_pipeline(text, self._keys, k))
 
     async def resolve(self, ids: Sequence[str]) -> dict[str, Candidate]:
-        facts = await self._store.load_facts(self._viewer, ids)
+        facts = await self._store.load_facts(self._viewer, ids, with_embeddings=False)
         return {f.id: candidate_of(f) for f in facts}
 
 

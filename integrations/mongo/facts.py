@@ -315,18 +315,24 @@ class MongoFactStore:
             async for doc in cursor:
                 yield loaded_fact_from_doc(doc)
 
-    async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
-        """The current ones of ``ids`` that ``viewer`` may see.
+    async def load_facts(
+        self, viewer: Viewer, ids: Sequence[str], *, with_embeddings: bool = True
+    ) -> list[Fact]:
+        """The current ones of ``ids`` that ``viewer`` may see; without their embeddings
+        when a caller only ranks or shows them (each is 1.5 KB stored and 384 Python
+        floats read).
 
         Two stages, so the ids are looked up in the ``_id`` index and the privacy filter
         then runs on those documents alone, inside the database: the embedded server
         plans no index for a filter that puts them together (an ``$and``), and matched
         every fact of the collection against every id instead (11.8 s for 500 ids among
         20,000 facts, 0.19 s this way; MongoDB merges the stages and uses the index)."""
-        pipeline = [
+        pipeline: list[Document] = [
             {"$match": {"_id": {"$in": list(ids)}}},
             {"$match": and_visible(viewer, {"current": True})},
         ]
+        if not with_embeddings:
+            pipeline.append({"$project": NO_EMBEDDING})
         return [fact_from_doc(d) async for d in await self._facts.aggregate(pipeline)]
 
     async def list_visible(

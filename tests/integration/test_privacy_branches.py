@@ -13,6 +13,7 @@ from pymongo import MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from integrations.mongo import turn_memo
+from integrations.mongo.atlas_search import AtlasSearch
 from integrations.mongo.connection import MongoHandle
 from integrations.mongo.directory import history_from
 from integrations.mongo.facts import MongoFactStore
@@ -206,6 +207,33 @@ async def test_loading_facts_by_id_returns_only_the_viewers(
         loaded = await store.load_facts(viewer, asked)
         expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
         assert sorted(f.id for f in loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+
+
+async def test_atlas_resolves_to_the_viewers_facts_only_and_reads_no_vectors(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """On Atlas a search resolves the legs' ids to candidates through the store's load by
+    id, without the vectors it does not rank by: ask for every fact of every partition as
+    every viewer, and each gets exactly the ones it may see, in their own partitions."""
+    store = MongoFactStore(migrated_db)
+    ids, retired = await three_in_each_partition_and_one_retired(store, "b_dm")
+    embedded = fact_in(PARTITIONS["c_circle"], "c has a vector").model_copy(
+        update={"embedding": [0.5, 0.25], "embedding_model": "m", "embedding_dims": 2}
+    )
+    await store.add(embedded)
+    ids[embedded.id] = PARTITIONS["c_circle"]
+    asked = [*ids, retired, "no-such-fact"]
+    for viewer in everyone():
+        resolved = await AtlasSearch(migrated_db, store, viewer, []).resolve(asked)
+        expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
+        assert sorted(resolved) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+        assert all(c.partition == ids[i] for i, c in resolved.items())
+    group_c = everyone()[0]
+    bare = {f.id: f for f in await store.load_facts(group_c, asked, with_embeddings=False)}
+    full = {f.id: f for f in await store.load_facts(group_c, asked)}
+    assert bare.keys() == full.keys() and embedded.id in bare
+    assert bare[embedded.id].embedding is None and full[embedded.id].embedding == [0.5, 0.25]
+    assert bare[embedded.id] == full[embedded.id].model_copy(update={"embedding": None})
 
 
 async def test_loading_whole_partitions_returns_only_the_viewers(
