@@ -39,7 +39,6 @@ from memory.search.candidate import Candidate
 from memory.search.config import RetrievalConfig
 from memory.search.fusion import (
     FusionMethod,
-    MemorySignals,
     absolute_relevance,
     blend_standings,
     fuse,
@@ -376,14 +375,11 @@ class Retriever:
         config = self.config.blend
         standings = {
             i: standing(
-                MemorySignals(
-                    relevance=0.0,
-                    age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
-                    importance=c.importance,
-                    access_count=c.access_count,
-                    pinned=c.pinned,
-                ),
-                config,
+                age_days=(now - c.reinforced_at).total_seconds() / 86400.0,
+                importance=c.importance,
+                access_count=c.access_count,
+                pinned=c.pinned,
+                config=config,
             )
             for i, c in visible.items()
         }

@@ -315,21 +315,47 @@ class Standing:
     strength: float
 
 
-def standing(signal: MemorySignals, config: BlendConfig = BlendConfig()) -> Standing:
-    """``signal``'s query-independent terms under ``config``."""
-    strength = strength_score(signal.access_count, config.strength_saturation)
+def standing(
+    *,
+    age_days: float,
+    importance: int = 5,
+    access_count: int = 0,
+    pinned: bool = False,
+    config: BlendConfig = BlendConfig(),
+) -> Standing:
+    """A candidate's query-independent terms under ``config`` (the fields of
+    :class:`MemorySignals` but relevance)."""
+    strength = strength_score(access_count, config.strength_saturation)
     recency = (
         1.0
-        if signal.pinned
+        if pinned
         else recency_score(
-            signal.age_days,
+            age_days,
             config.half_life_days,
             config.recency_floor,
             strength=strength,
             strength_half_life_boost=config.strength_half_life_boost,
         )
     )
-    return Standing(recency, importance_score(signal.importance), strength)
+    return Standing(recency, importance_score(importance), strength)
+
+
+def _split(
+    candidates: Mapping[str, MemorySignals], config: BlendConfig
+) -> tuple[dict[str, float], dict[str, Standing]]:
+    """Each candidate's relevance, and its standing."""
+    relevance = {doc_id: signal.relevance for doc_id, signal in candidates.items()}
+    standings = {
+        doc_id: standing(
+            age_days=signal.age_days,
+            importance=signal.importance,
+            access_count=signal.access_count,
+            pinned=signal.pinned,
+            config=config,
+        )
+        for doc_id, signal in candidates.items()
+    }
+    return relevance, standings
 
 
 def blend(
@@ -341,9 +367,7 @@ def blend(
     ratios are kept (a min-max would push the weakest candidate to 0 and let recency
     alone decide its place). Recency, strength and importance are already in [0, 1].
     """
-    relevance = {doc_id: signal.relevance for doc_id, signal in candidates.items()}
-    standings = {doc_id: standing(signal, config) for doc_id, signal in candidates.items()}
-    return blend_standings(relevance, standings, config)
+    return blend_standings(*_split(candidates, config), config)
 
 
 def blend_standings(
@@ -464,6 +488,4 @@ def absolute_blend(
     """:func:`blend` with each relevance taken as it is (absolute, already in [0, 1])
     instead of divided by the best candidate's: the final score then means the same
     for every query."""
-    relevance = {doc_id: signal.relevance for doc_id, signal in candidates.items()}
-    standings = {doc_id: standing(signal, config) for doc_id, signal in candidates.items()}
-    return blend_standings(relevance, standings, config, absolute=True)
+    return blend_standings(*_split(candidates, config), config, absolute=True)
