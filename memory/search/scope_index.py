@@ -55,10 +55,7 @@ class IndexedFact:
     rev: int
     has_vector: bool
 
-    @property
-    def id(self) -> str:
-        return self.candidate.id
-
+    # What an index's own bookkeeping and its tests read of the candidate.
     @property
     def content(self) -> str:
         return self.candidate.content
