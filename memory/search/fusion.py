@@ -318,10 +318,10 @@ class Standing:
 def standing(
     *,
     age_days: float,
-    importance: int = 5,
-    access_count: int = 0,
-    pinned: bool = False,
-    config: BlendConfig = BlendConfig(),
+    importance: int,
+    access_count: int,
+    pinned: bool,
+    config: BlendConfig,
 ) -> Standing:
     """A candidate's query-independent terms under ``config`` (the fields of
     :class:`MemorySignals` but relevance)."""

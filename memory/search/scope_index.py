@@ -123,7 +123,8 @@ class ScopeIndex:
         """Remove the facts of ``partition_keys`` that are not among ``listed``, those
         partitions' facts as the store has them now."""
         keys = set(partition_keys)
-        # Listed first: after a whole load every fact is, and a key costs a string each.
+        # Whether it was listed is asked first: after a whole load every fact was, and
+        # a partition's key is a new string each time it is built.
         doomed = [
             fact_id
             for fact_id, held in self.facts.items()

@@ -5,6 +5,7 @@ built on it shows a viewer no unformed message of a partition they may not see."
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -215,7 +216,21 @@ async def test_atlas_resolves_to_the_viewers_facts_only_and_reads_no_vectors(
     """On Atlas a search resolves the legs' ids to candidates through the store's load by
     id, without the vectors it does not rank by: ask for every fact of every partition as
     every viewer, and each gets exactly the ones it may see, in their own partitions."""
-    store = MongoFactStore(migrated_db)
+
+    class Recording(MongoFactStore):
+        """The real store, noting whether each load by id asked for the vectors."""
+
+        def __init__(self, db: AsyncDatabase[dict[str, Any]]) -> None:
+            super().__init__(db)
+            self.with_vectors: list[bool] = []
+
+        async def load_facts(
+            self, viewer: Viewer, ids: Sequence[str], *, with_embeddings: bool = True
+        ) -> list[Fact]:
+            self.with_vectors.append(with_embeddings)
+            return await super().load_facts(viewer, ids, with_embeddings=with_embeddings)
+
+    store = Recording(migrated_db)
     ids, retired = await three_in_each_partition_and_one_retired(store, "b_dm")
     embedded = fact_in(PARTITIONS["c_circle"], "c has a vector").model_copy(
         update={"embedding": [0.5, 0.25], "embedding_model": "m", "embedding_dims": 2}
@@ -228,6 +243,7 @@ async def test_atlas_resolves_to_the_viewers_facts_only_and_reads_no_vectors(
         expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
         assert sorted(resolved) == expected, f"{viewer.user_id} in {viewer.thread.id}"
         assert all(c.partition == ids[i] for i, c in resolved.items())
+    assert store.with_vectors == [False] * len(everyone()), "resolving reads no vectors"
     group_c = everyone()[0]
     bare = {f.id: f for f in await store.load_facts(group_c, asked, with_embeddings=False)}
     full = {f.id: f for f in await store.load_facts(group_c, asked)}
