@@ -96,8 +96,9 @@ class FactIndexSource(Protocol):
         """Current fact ids of those partitions → (partition key, revision)."""
         ...
 
-    async def load_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[Fact]:
-        """The current, visible facts among ``ids``, embeddings included."""
+    async def indexable_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[LoadedFact]:
+        """The current, visible facts among ``ids``, each with its embedding beside it
+        (an index catching up on the facts a change named)."""
         ...
 
     def partition_facts(

@@ -78,6 +78,16 @@ def _ids_by_partition(facts: Sequence[Fact]) -> dict[Partition, list[str]]:
     return grouped
 
 
+def _current_by_id(viewer: Viewer, ids: Sequence[str]) -> list[Document]:
+    """The current facts among ``ids`` that ``viewer`` may see, in two stages: the ids
+    looked up in the ``_id`` index, then the privacy filter on those documents alone,
+    inside the database (:meth:`MongoFactStore.load_facts` says why)."""
+    return [
+        {"$match": {"_id": {"$in": list(ids)}}},
+        {"$match": and_visible(viewer, {"current": True})},
+    ]
+
+
 class MongoFactStore:
     """The ``memory_facts`` collection, plus the partition versions beside it."""
 
@@ -327,13 +337,16 @@ class MongoFactStore:
         plans no index for a filter that puts them together (an ``$and``), and matched
         every fact of the collection against every id instead (11.8 s for 500 ids among
         20,000 facts, 0.19 s this way; MongoDB merges the stages and uses the index)."""
-        pipeline: list[Document] = [
-            {"$match": {"_id": {"$in": list(ids)}}},
-            {"$match": and_visible(viewer, {"current": True})},
-        ]
+        pipeline = _current_by_id(viewer, ids)
         if not with_embeddings:
             pipeline.append({"$project": NO_EMBEDDING})
         return [fact_from_doc(d) async for d in await self._facts.aggregate(pipeline)]
+
+    async def indexable_facts(self, viewer: Viewer, ids: Sequence[str]) -> list[LoadedFact]:
+        """What :meth:`load_facts` reads, each embedding decoded as the float32 row a
+        search index keeps (as :meth:`partition_facts` does), not as Python floats."""
+        cursor = await self._facts.aggregate(_current_by_id(viewer, ids))
+        return [loaded_fact_from_doc(d) async for d in cursor]
 
     async def list_visible(
         self,

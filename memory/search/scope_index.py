@@ -93,18 +93,17 @@ class ScopeIndex:
             self.bm25.remove(fact_id)
             self.vectors.remove(fact_id)
 
-    def put(self, fact: Fact, vector: Vector | None = None) -> None:
-        """Index ``fact`` (replacing an earlier revision of it), with ``vector`` as its
-        embedding when given (a load that read it as float32), else its own."""
+    def put(self, fact: Fact, vector: Vector | None) -> None:
+        """Index ``fact`` (replacing an earlier revision of it) with ``vector``, its
+        embedding as the store's load read it (None when it has none)."""
         self.remove(fact.id)
-        embedding = vector if vector is not None else fact.embedding
         usable = (
-            embedding is not None
+            vector is not None
             and fact.embedding_model == self.model_name
-            and len(embedding) == self.dimensions
+            and len(vector) == self.dimensions
         )
-        if usable and embedding is not None:
-            self.vectors.add(fact.id, np.asarray(embedding, dtype=np.float32))
+        if usable and vector is not None:
+            self.vectors.add(fact.id, np.asarray(vector, dtype=np.float32))
         self.bm25.add(fact.id, fact.content)
         candidate = Candidate(
             id=fact.id,
@@ -231,16 +230,19 @@ class ScopeIndexCache:
     async def _reload(self, index: ScopeIndex, viewer: Viewer, ids: Sequence[str]) -> None:
         """Load the named facts again: those still current and visible replace what the
         index held, the others (forgotten, retired, moved out of sight) leave it."""
-        # In chunks: a loaded fact carries its vector as Python floats (~12 KB each),
-        # so reading 10,000 at once held ~120 MB at the peak, and the allocator kept most
-        # of it after they were indexed as float32 rows (~1.5 KB each).
+        # In chunks, so that one reply of the database never holds thousands of documents
+        # (each fact's stored vector is 1.5 KB) and the loop gets a turn between them.
         for start in range(0, len(ids), LOAD_CHUNK):
             chunk = ids[start : start + LOAD_CHUNK]
-            loaded = {f.id: f for f in await self._source.load_facts(viewer, chunk)}
+            loaded = {f.id: f for f in await self._source.indexable_facts(viewer, chunk)}
             for fact_id in chunk:
-                fact = loaded.get(fact_id)
-                if fact is not None and fact.current and is_visible(fact.partition, viewer):
-                    index.put(fact)
+                held = loaded.get(fact_id)
+                if (
+                    held is not None
+                    and held.fact.current
+                    and is_visible(held.fact.partition, viewer)
+                ):
+                    index.put(held.fact, held.vector)
                 else:
                     index.remove(fact_id)
             self.loads += len(loaded)

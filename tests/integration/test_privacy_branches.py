@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from pymongo import MongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -199,8 +200,8 @@ async def three_in_each_partition_and_one_retired(
 async def test_loading_facts_by_id_returns_only_the_viewers(
     migrated_db: AsyncDatabase[dict[str, Any]],
 ) -> None:
-    """The search index loads facts by id in two stages (the ids, then the filter): ask
-    for every fact of every partition, and each viewer gets exactly the ones it may see."""
+    """The store loads facts by id in two stages (the ids, then the filter): ask for
+    every fact of every partition, and each viewer gets exactly the ones it may see."""
     store = MongoFactStore(migrated_db)
     ids, retired = await three_in_each_partition_and_one_retired(store, "a_dm")
     asked = [*ids, retired, "no-such-fact"]
@@ -208,6 +209,37 @@ async def test_loading_facts_by_id_returns_only_the_viewers(
         loaded = await store.load_facts(viewer, asked)
         expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
         assert sorted(f.id for f in loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+
+
+async def test_an_index_catching_up_by_id_gets_only_the_viewers_facts(
+    migrated_db: AsyncDatabase[dict[str, Any]],
+) -> None:
+    """A search index catches up on the facts a change named by loading them by id, each
+    vector read as float32: ask for every fact of every partition as every viewer, and
+    each gets exactly the ones it may see, with the vectors the store holds."""
+    store = MongoFactStore(migrated_db)
+    ids, retired = await three_in_each_partition_and_one_retired(store, "c_circle")
+    vectors: dict[str, list[float]] = {}
+    for name, partition in PARTITIONS.items():
+        fact = fact_in(partition, f"{name} has a vector").model_copy(
+            update={"embedding": [0.5, -0.25, 0.125], "embedding_model": "m", "embedding_dims": 3}
+        )
+        await store.add(fact)
+        ids[fact.id] = partition
+        vectors[fact.id] = [0.5, -0.25, 0.125]
+    asked = [*ids, retired, "no-such-fact"]
+    for viewer in everyone():
+        loaded = await store.indexable_facts(viewer, asked)
+        expected = sorted(i for i, p in ids.items() if is_visible(p, viewer))
+        assert sorted(f.id for f in loaded) == expected, f"{viewer.user_id} in {viewer.thread.id}"
+        for held in loaded:
+            assert held.fact.partition == ids[held.id]
+            assert held.fact.embedding is None, "the vector is beside the fact, not on it"
+            if held.id in vectors:
+                assert held.vector is not None and held.vector.dtype == np.float32
+                assert held.vector.tolist() == vectors[held.id]
+            else:
+                assert held.vector is None
 
 
 async def test_atlas_resolves_to_the_viewers_facts_only_and_reads_no_vectors(
