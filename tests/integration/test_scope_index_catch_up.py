@@ -22,7 +22,7 @@ from memory.facts import FactWriter
 from memory.models import Partition, Viewer
 from memory.ports import LoadedFact
 from memory.privacy import is_visible
-from memory.search.scope_index import LOAD_CHUNK, ScopeIndexCache
+from memory.search.scope_index import LOAD_CHUNK, ScopeIndex, ScopeIndexCache
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.world import dm, group, viewer
 
@@ -109,6 +109,29 @@ async def test_changes_are_loaded_by_name_without_listing_the_partition(world: W
     assert new.id in after and ids[1] not in after and ids[2] not in after
     assert after[ids[0]][1] == "Family fact number zero, reworded"
     assert after[ids[3]][2] is True
+
+
+async def test_facts_caught_up_on_keep_their_vectors(world: World) -> None:
+    """A fact loaded by name or after a listing is found by meaning, as a fresh index
+    finds it: the rows the cache holds are those an index built from scratch reads."""
+
+    def rows(index: ScopeIndex) -> dict[str, list[float]]:
+        matrix = index.vectors.matrix
+        return {i: matrix[r].tolist() for r, i in enumerate(index.vectors.ids)}
+
+    held = sorted(await world.held(ALICE_GROUP))
+    world.reader.listed.clear()
+    await world.writer.add("The family bought a new lawnmower", FAM)
+    await world.writer.reword(held[0], "Family fact number zero, reworded")
+    await world.cache.index_for(ALICE_GROUP)
+    assert world.reader.listed == [], "these changes are loaded by name"
+    for i in range(CHANGE_RING + 1):
+        await world.writer.add(f"Another family fact {i}", FAM)
+    caught_up = await world.cache.index_for(ALICE_GROUP)
+    assert world.reader.listed == [[FAM.key()]], "too many changes to name: listed"
+    scratch = await world.new_cache(MongoFactStore(world.db)).index_for(ALICE_GROUP)
+    assert len(scratch.vectors) == len(scratch.facts) == 40 + 1 + CHANGE_RING + 1
+    assert rows(caught_up) == rows(scratch)
 
 
 async def test_a_cache_further_behind_than_the_record_lists_the_partition(world: World) -> None:
