@@ -16,6 +16,21 @@ from pymongo.errors import PyMongoError
 
 from memory.constants import FACTS
 
+#: Longest server message quoted in a capability's detail (``alfred doctor`` shows it).
+REASON_CHARS = 120
+
+
+def short_reason(message: str, limit: int = REASON_CHARS) -> str:
+    """A server's error, as a person reads it in ``alfred doctor``: its first sentence,
+    without the driver's ``full error`` dump, and never cut inside a word (MongoDB's
+    answer to the probe runs to three sentences)."""
+    text = message.split(", full error:", 1)[0].strip()
+    first = text.split(". ", 1)[0].rstrip(".")
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "…"
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -37,7 +52,7 @@ async def detect_capabilities(db: AsyncDatabase[dict[str, Any]]) -> Capabilities
         cursor = await db[FACTS].aggregate([{"$listSearchIndexes": {}}])
         await cursor.to_list(length=1)
     except PyMongoError as exc:
-        reason = str(exc).split(",", 1)[0][:160]
+        reason = short_reason(str(exc))
         return Capabilities(
             atlas_search=False,
             server_version=version,
