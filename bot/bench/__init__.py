@@ -17,6 +17,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from bot.cli.help_text import summarise
+
 #: The benchmarks, in the order ``alfred bench --help`` lists them; each name is both the
 #: command and its module under :mod:`bot.bench`.
 BENCHES = ("locomo", "retrieval", "formation", "bot", "telegram", "faults")
@@ -38,7 +40,7 @@ class LazyBenches(TyperGroup):
         if cmd_name not in self.commands:
             one = typer.Typer(add_completion=False)
             importlib.import_module(f"bot.bench.{cmd_name}").register(one)
-            command = typer.main.get_command(one)
+            command = summarise(typer.main.get_command(one))
             command.name = cmd_name
             self.commands[cmd_name] = command
         return self.commands[cmd_name]

@@ -17,6 +17,7 @@ from bot.cli.chat import chat
 from bot.cli.common import err
 from bot.cli.demo import demo
 from bot.cli.doctor import doctor
+from bot.cli.help_text import one_line_summaries
 from bot.cli.migrate import migrate
 from bot.cli.replay import replay
 from bot.cli.run import run
@@ -31,6 +32,7 @@ app = typer.Typer(
 )
 for command in (doctor, migrate, replay, demo, chat, run):
     app.command()(command)
+one_line_summaries(app)
 app.add_typer(bench_app, name="bench")
 app.add_typer(admin_app, name="admin")
 
