@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from bot.cli.help_text import summarise
+from bot.help_text import summarise
 
 #: The benchmarks, in the order ``alfred bench --help`` lists them; each name is both the
 #: command and its module under :mod:`bot.bench`.

@@ -38,7 +38,7 @@ from rich.progress import (
 from rich.table import Table
 
 from bot.cli import common
-from bot.cli.help_text import one_line_summaries
+from bot.help_text import one_line_summaries
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`

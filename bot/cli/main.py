@@ -17,10 +17,10 @@ from bot.cli.chat import chat
 from bot.cli.common import err
 from bot.cli.demo import demo
 from bot.cli.doctor import doctor
-from bot.cli.help_text import one_line_summaries
 from bot.cli.migrate import migrate
 from bot.cli.replay import replay
 from bot.cli.run import run
+from bot.help_text import one_line_summaries
 from memory.errors import AlfredError
 
 app = typer.Typer(

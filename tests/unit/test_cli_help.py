@@ -8,8 +8,8 @@ from typing import Any
 import typer
 from typer.testing import CliRunner
 
-from bot.cli.help_text import summary_line
 from bot.cli.main import app
+from bot.help_text import summary_line
 
 
 def every_command() -> list[tuple[str, Any]]:
