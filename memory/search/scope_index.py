@@ -33,7 +33,7 @@ from datetime import datetime
 import numpy as np
 
 from memory.models import Fact, Partition, Viewer
-from memory.ports import FactIndexSource, PartitionVersion, Vector
+from memory.ports import FactIndexSource, LoadedFact, PartitionVersion, Vector
 from memory.privacy import is_visible
 from memory.search.bm25 import BM25Index
 from memory.search.candidate import Candidate
@@ -237,13 +237,7 @@ class ScopeIndexCache:
             loaded = {f.id: f for f in await self._source.indexable_facts(viewer, chunk)}
             for fact_id in chunk:
                 held = loaded.get(fact_id)
-                if (
-                    held is not None
-                    and held.fact.current
-                    and is_visible(held.fact.partition, viewer)
-                ):
-                    index.put(held.fact, held.vector)
-                else:
+                if held is None or not _admit(index, held, viewer):
                     index.remove(fact_id)
             self.loads += len(loaded)
 
@@ -256,12 +250,9 @@ class ScopeIndexCache:
         index holds and the read did not return leave it (an earlier load cut short by
         an error may have left some)."""
         seen: set[str] = set()
-        async for fact, vector in self._source.partition_facts(
-            viewer, partition_keys, batch=LOAD_CHUNK
-        ):
-            if fact.current and is_visible(fact.partition, viewer):
-                index.put(fact, vector)
-                seen.add(fact.id)
+        async for loaded in self._source.partition_facts(viewer, partition_keys, batch=LOAD_CHUNK):
+            if _admit(index, loaded, viewer):
+                seen.add(loaded.id)
             self.loads += 1
         index.drop_unlisted(partition_keys, seen)
 
@@ -293,6 +284,16 @@ class ScopeIndexCache:
     def clear(self) -> None:
         self._scopes.clear()
         self._last.clear()
+
+
+def _admit(index: ScopeIndex, loaded: LoadedFact, viewer: Viewer) -> bool:
+    """Index ``loaded`` if it is current and ``viewer`` may see it: the last check of
+    every load, first or catching up, before a fact enters the index. Whether it did."""
+    fact = loaded.fact
+    if not (fact.current and is_visible(fact.partition, viewer)):
+        return False
+    index.put(fact, loaded.vector)
+    return True
 
 
 def _asker(viewer: Viewer) -> tuple[str, str]:
