@@ -33,11 +33,15 @@ def summary_line(help_text: str | None) -> str | None:
 
 
 def one_line_summaries(app: typer.Typer) -> None:
-    """Give each command registered on ``app`` a one-line summary for the list."""
+    """Give each command registered on ``app``, and on the apps added to it, a one-line
+    summary for the list."""
     for info in app.registered_commands:
         if info.short_help is None:
             doc = info.help or (info.callback.__doc__ if info.callback else None)
             info.short_help = summary_line(doc)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            one_line_summaries(group.typer_instance)
 
 
 def summarise(command: C) -> C:

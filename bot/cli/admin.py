@@ -38,7 +38,6 @@ from rich.progress import (
 from rich.table import Table
 
 from bot.cli import common
-from bot.help_text import one_line_summaries
 from jobs.admin.names import COMMANDS
 
 if TYPE_CHECKING:  # the services load only when a command runs, not for `alfred --help`
@@ -537,6 +536,3 @@ def status(
         detail = f" — {p['phase']} {p['done']}/{p['total'] or '?'}" if p else ""
         out.print(f"{job_id}: {found['state'].replace('_', ' ')}{detail}", markup=False)
     raise typer.Exit(1 if found["state"] == "not_found" else 0)
-
-
-one_line_summaries(admin_app)

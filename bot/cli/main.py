@@ -32,9 +32,9 @@ app = typer.Typer(
 )
 for command in (doctor, migrate, replay, demo, chat, run):
     app.command()(command)
-one_line_summaries(app)
 app.add_typer(bench_app, name="bench")
 app.add_typer(admin_app, name="admin")
+one_line_summaries(app)
 
 
 def main() -> None:
