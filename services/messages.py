@@ -62,6 +62,9 @@ class Incoming:
     #: Replayed from the spool: it failed part-way before (maybe after its journal entry
     #: was written), so a journal entry already there does not mean it was answered.
     replayed: bool = False
+    #: Replayed, and its answer was delivered before a write after it failed: the
+    #: replay finishes what the turn left, and never answers again.
+    answered: bool = False
 
     @property
     def is_group(self) -> bool:

@@ -26,6 +26,8 @@ from integrations.mongo.errors import TRANSIENT_ERRORS as DATABASE_ERRORS
 log = logging.getLogger(__name__)
 
 SEEN_UPDATES = 10_000
+#: The key a spooled update's line carries when its person had the answer already.
+ANSWERED = "alfred_answered"
 
 
 class UpdateDeduplicator:
@@ -81,6 +83,8 @@ class Spool:
         #: Updates put back in the queue by a replay: their person was told already, so
         #: a second failure is spooled again without a second apology.
         self.replaying: set[int] = set()
+        #: Those of them whose person had their answer already (:meth:`add`).
+        self.answered: set[int] = set()
         #: Called with each spooled update's id: the deduplicator's ``forget`` (so its
         #: replay in this process is not dropped as a redelivery) and the retry's nudge.
         self.on_add: list[Callable[[int], None]] = []
@@ -90,8 +94,12 @@ class Spool:
         self.retries: dict[int, int] = {}
         self._lock = asyncio.Lock()
 
-    async def add(self, update: Update) -> None:
+    async def add(self, update: Update, *, answered: bool = False) -> None:
+        """Keep ``update`` for a replay; ``answered`` when its person has the answer
+        already (a write after it failed), which the replay must not send again."""
         data = update.to_dict()
+        if answered:
+            data[ANSWERED] = True
         async with self._lock:
             await asyncio.to_thread(self._append, [data])
         for listener in self.on_add:
@@ -117,6 +125,13 @@ class Spool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(_lines(updates))
+
+    def answered_before(self, update_id: int) -> bool:
+        """Whether this replayed update was answered before it was spooled (asked once)."""
+        if update_id in self.answered:
+            self.answered.discard(update_id)
+            return True
+        return False
 
     def replayed(self, update_id: int) -> bool:
         """Whether this update comes from a replay (asked once, when it is handled)."""

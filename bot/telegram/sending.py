@@ -7,6 +7,7 @@ the bot)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from telegram import (
     InlineKeyboardButton,
@@ -53,10 +54,14 @@ class Replier:
         reply_to: int | None = None,
         topic: int | None = None,
         buttons: tuple[tuple[str, str], ...] = (),
+        *,
+        before_move: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Send ``text`` in parts Telegram accepts; in a forum, into the asker's ``topic``
         (a reply to a deleted message would otherwise land in the General topic).
-        ``buttons`` (label, callback data) go under the last part, one per row."""
+        ``buttons`` (label, callback data) go under the last part, one per row.
+        ``before_move`` runs before a refused send moves the group's circle (the turn's
+        journaling, so that what it writes under the group's old id moves too)."""
         parts = split_for_telegram(text)
         for n, part in enumerate(parts):
             markup = keyboard(buttons) if n == len(parts) - 1 else None
@@ -73,6 +78,8 @@ class Replier:
                 # The group became a supergroup before its announcement reached us: move
                 # the circle now and say it there (message ids differ: no reply-to). The
                 # reply goes out even if the move fails; Telegram's announcements retry it.
+                if before_move is not None:
+                    await before_move()
                 try:
                     await self.assistant.membership.group_upgraded(chat_id, exc.new_chat_id, None)
                 except Exception:
@@ -86,10 +93,20 @@ class Replier:
         out: Outgoing,
         reply_to: int | None = None,
         topic: int | None = None,
+        *,
+        before_move: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Send one :class:`Outgoing`: a text, or a document with its caption."""
         if out.document is None:
-            await self.send(context, out.chat_id, out.text, reply_to, topic, out.buttons)
+            await self.send(
+                context,
+                out.chat_id,
+                out.text,
+                reply_to,
+                topic,
+                out.buttons,
+                before_move=before_move,
+            )
             return
         doc = out.document
         await context.bot.send_document(

@@ -22,7 +22,6 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 
 from memory.clarifications import short as short_answer
 from memory.errors import AlfredError, Unavailable
@@ -55,7 +54,7 @@ from memory.rules.intents.lists import detect_list_intent
 from memory.rules.intents.remind import ReminderIntent, SetReminder, detect_reminder
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, PrivateDelivery, Reaction, split_for_telegram
+from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
@@ -66,6 +65,7 @@ from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, REMEMBER_
 from services.reply.journaling import TurnJournal
 from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
 from services.reply.pins import PinRequests
+from services.reply.turn import Turn
 
 log = logging.getLogger(__name__)
 
@@ -80,23 +80,6 @@ MEMORY_DOWN = "Sorry — my memory is unavailable right now. Please try again in
 UNFINISHED_KEPT = 64
 NOT_STORING = "Memory is switched off for new things here, so I'm not storing that."
 NOT_RECALLING = "Memory recall is switched off here right now."
-
-
-@dataclass
-class Turn:
-    """What one incoming message led to (for replay probes, logs and tests)."""
-
-    replies: list[Outgoing]
-    retrieved: bool = False
-    addressed: bool = False
-    #: Answered by an explicit operation (not the chat model): the message is marked
-    #: handled in the journal, so formation never redoes or undoes what was done.
-    handled: bool = False
-    #: Quiet acknowledgements: reactions set on the user's message instead of a reply.
-    reactions: list[Reaction] = field(default_factory=list)
-    #: Messages for the asker's DM, asked for in a group (an export): the sender tries
-    #: the DM and says in the group where it went, or gives a start link when refused.
-    private: list[PrivateDelivery] = field(default_factory=list)
 
 
 class Assistant:
@@ -139,12 +122,20 @@ class Assistant:
 
     # --- the path -------------------------------------------------------------------------
 
-    async def handle(self, inc: Incoming) -> Turn:
+    async def handle(self, inc: Incoming, *, deliver_first: bool = False) -> Turn:
         """Journal, learn, and (when addressed) answer one message. Never raises for a
-        dependency that is down: it answers with an apology instead."""
+        dependency that is down: it answers with an apology instead.
+
+        With ``deliver_first`` the replies come back before they are journaled, and the
+        caller calls :meth:`settle` once it has sent them: the person's wait then holds
+        one write fewer (the Telegram handler; the console and the benches of the
+        whole turn wait for everything)."""
         try:
             with self.d.turn_scope():
-                return await self._handle(inc)
+                turn = await self._handle(inc)
+            if not deliver_first:
+                await self.settle(turn, delivered=False)
+            return turn
         except Unavailable as exc:
             log.warning("reply path degraded: %s", exc.component)
             text = LLM_DOWN if exc.component == "llm" else MEMORY_DOWN
@@ -178,8 +169,8 @@ class Assistant:
             return Turn([], addressed=False)
         tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text)
         session_id = tick.session_id
-        if not new and not inc.replayed:  # redelivered: already journaled and answered
-            return Turn([], addressed=False)
+        if not new and (not inc.replayed or inc.answered):
+            return Turn([], addressed=False)  # redelivered: already journaled and answered
         if answering:
             self._foresee(inc, viewer)
         if not addressed and viewer.user_id in tick.choice_pending_for:
@@ -294,26 +285,48 @@ class Assistant:
             )
 
     async def _finish(self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn) -> Turn:
-        """Mark what was handled, journal the replies, trigger formation. Each write may be
-        done twice (a replay of a turn that failed here): marking is idempotent, and a
-        reply's journal id is the message's and its place."""
+        """Mark what was handled and trigger formation; journaling the replies is left
+        to :meth:`settle`. Each write may be done twice (a replay of a turn that failed
+        here or in :meth:`settle`): marking is idempotent, and a reply's journal id is
+        the message's and its place."""
         source = inc.journal_id
         self._unfinished[source] = (thread, viewer, turn)
         while len(self._unfinished) > UNFINISHED_KEPT:
             self._unfinished.popitem(last=False)
         if turn.handled:
             await self.d.journal.mark_handled([source])
-        if thread.kind is ThreadKind.DM and self.flags.calendar:
+        if thread.kind is ThreadKind.DM and self.flags.calendar and not turn.delivered:
             notice = await self.d.calendar.take_revoked_notice(viewer.user_id)
             if notice is not None:
                 turn.replies.append(Outgoing(inc.chat_id, notice))
+        # In the turn: the trigger reads the counters the thread's update left in it.
+        await self._after(thread)
+        turn.addressed = True
+
+        async def settle(*, delivered: bool) -> None:
+            await self._journal_replies(inc, thread, viewer, turn, delivered=delivered)
+
+        if turn.delivered:  # replayed after its replies went out: say nothing again
+            return Turn([], addressed=True, handled=turn.handled, settle=settle)
+        turn.settle = settle
+        return turn
+
+    async def settle(self, turn: Turn, *, delivered: bool = True) -> None:
+        """Journal ``turn``'s replies, ``delivered`` already or not. After delivery, a
+        failure here leaves the turn for its replay to finish without answering again
+        (the caller spools the message as answered)."""
+        pending, turn.settle = turn.settle, None
+        if pending is not None:
+            await pending(delivered=delivered)
+
+    async def _journal_replies(
+        self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn, *, delivered: bool
+    ) -> None:
+        turn.delivered = turn.delivered or delivered
         for place, out in enumerate(turn.replies):
             reply_id = f"{out.chat_id}:a:r{inc.message_id}:{place}"
             await self.turn_journal.reply(thread, viewer, out, reply_id)
-        self._unfinished.pop(source, None)
-        await self._after(thread)
-        turn.addressed = True
-        return turn
+        self._unfinished.pop(inc.journal_id, None)
 
     def _explicit_request(self, viewer: Viewer, intent: object) -> bool:
         """An explicit "remember that …" (or "don't forget …", "keep in mind …", "note

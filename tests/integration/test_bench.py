@@ -64,6 +64,8 @@ def test_bench_bot(tmp_path: Path) -> None:
     for q in ("p50", "p95", "p99"):
         assert 0 < figures["overhead_ms"][q] <= figures["total_ms"][q]
         assert 0 < figures["model_client_ms"][q] <= figures["total_ms"][q]
+        # the replies journaled once they are out: timed, counted, not in the overhead
+        assert 0 < figures["after_reply_ms"][q] <= figures["total_ms"][q]
     # the first reply, which builds the search index, is reported apart from the others
     assert figures["first_reply_ms"] > 0
     ops = figures["database_ops_per_message"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 from typing import Any
 
@@ -24,6 +25,7 @@ from bot.telegram.sending import Replier
 from bot.telegram.updates import bot_handle, to_incoming
 from runtime.watch import DependencyWatch
 from services.reply.assistant import MEMORY_DOWN, Assistant
+from services.reply.turn import Turn
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +74,17 @@ class Messages:
             return
         replayed = self.spool is not None and self.spool.replayed(update.update_id)
         if replayed:  # handled again even if its journal entry was written before it failed
-            inc = dataclasses.replace(inc, replayed=True)
+            answered = self.spool is not None and self.spool.answered_before(update.update_id)
+            inc = dataclasses.replace(inc, replayed=True, answered=answered)
         # Who asked gets one apology; a replayed message's person had theirs already.
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
             log.info("update %s spooled: the database is down", update.update_id)
-            await self.spool.add(update)
+            await self.spool.add(update, answered=inc.answered)
             if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
             return
-        call = asyncio.ensure_future(self.assistant.handle(inc))
+        call = asyncio.ensure_future(self.assistant.handle(inc, deliver_first=True))
         try:
             if apologise and await self._went_down_first(call):
                 # In flight when the database died: the driver waits for it to come back
@@ -100,7 +103,7 @@ class Messages:
         except Exception as exc:
             log_spooled_failure(log, exc, "update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
-                await self.spool.add(update)
+                await self.spool.add(update, answered=inc.answered)
             if self.watch is not None:
                 self.watch.check_soon()  # is it down? the next messages need not wait
             if apologise:
@@ -111,17 +114,38 @@ class Messages:
             return
         if inc.kind == "edited":
             return
-        for reaction in turn.reactions:
-            await self.replier.react(context, reaction)
-        for out in turn.replies:
-            await self.replier.send_out(
-                context,
-                out,
-                out.reply_to_message_id if inc.is_group else None,
-                inc.topic_id if out.chat_id == inc.chat_id else None,
+        settle = functools.partial(self._settle, update, turn)
+        try:
+            for reaction in turn.reactions:
+                await self.replier.react(context, reaction)
+            for out in turn.replies:
+                await self.replier.send_out(
+                    context,
+                    out,
+                    out.reply_to_message_id if inc.is_group else None,
+                    inc.topic_id if out.chat_id == inc.chat_id else None,
+                    before_move=settle,
+                )
+            for delivery in turn.private:
+                await self.replier.send_private(context, delivery, inc.topic_id)
+        finally:  # journaled as before when a send fails: the answer was given
+            await settle()
+
+    async def _settle(self, update: Update, turn: Turn) -> None:
+        """Journal the replies just sent. If that fails (the database went down in
+        between), the update is spooled as answered: its replay finishes the turn's
+        writes and says nothing, and nobody is told "I've kept your message" about a
+        message they have their answer to."""
+        try:
+            await self.assistant.settle(turn)
+        except Exception as exc:
+            log_spooled_failure(
+                log, exc, "update %s answered, its journaling failed; spooled", update.update_id
             )
-        for delivery in turn.private:
-            await self.replier.send_private(context, delivery, inc.topic_id)
+            if self.spool is not None:
+                await self.spool.add(update, answered=True)
+            if self.watch is not None:
+                self.watch.check_soon()
 
     async def _went_down_first(self, call: asyncio.Future[Any]) -> bool:
         """Wait for ``call`` or for the watch to find the database down, whichever comes
