@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from telegram import Update
 
-from bot.telegram.delivery import Spool
+from bot.telegram.delivery import ANSWERED, Spool
 from bot.telegram.spool_retry import MOST_TRIES, SpoolRetry, replay_spool
 from tests.helpers.polling import eventually as poll
 
@@ -220,3 +220,22 @@ async def test_an_update_spooled_while_a_retry_rewrites_the_file_is_kept(
     due, _ = await asyncio.gather(spool.take_for_retry(2), spool.add(_update(3)))
     assert [d["update_id"] for d in due] == [2]
     assert [json.loads(line)["update_id"] for line in spool.path.open()] == [1, 3]
+
+
+async def test_an_answered_update_is_replayed_as_answered_once(tmp_path: Path) -> None:
+    """An update spooled after its answer went out carries a mark on its line; its replay
+    takes the mark off the update PTB reads and tells the handler, once, that it was
+    answered. Others are replayed unmarked."""
+    spool = Spool(tmp_path / "updates.jsonl")
+    app = SimpleNamespace(bot=None, update_queue=asyncio.Queue())
+    await spool.add(_update(7), answered=True)
+    await spool.add(_update(8))
+    lines = [json.loads(line) for line in spool.path.read_text().splitlines()]
+    assert [line.get(ANSWERED) for line in lines] == [True, None]
+    assert await replay_spool(app, spool) == 2
+    replayed = [app.update_queue.get_nowait(), app.update_queue.get_nowait()]
+    assert [u.update_id for u in replayed] == [7, 8]
+    assert all(ANSWERED not in u.api_kwargs for u in replayed)
+    assert spool.replayed(7) and spool.answered_before(7)
+    assert not spool.answered_before(7)  # asked once
+    assert spool.replayed(8) and not spool.answered_before(8)
