@@ -127,9 +127,9 @@ class Assistant:
         dependency that is down: it answers with an apology instead.
 
         With ``deliver_first`` the replies come back before they are journaled, and the
-        caller calls :meth:`settle` once it has sent them: the person's wait then holds
-        one write fewer (the Telegram handler; the console and the benches of the
-        whole turn wait for everything)."""
+        caller calls :meth:`settle` once it has sent them, so the person does not wait
+        for that write (the Telegram handler). Without it (the console, ``alfred
+        replay``) the turn comes back with everything written."""
         try:
             with self.d.turn_scope():
                 turn = await self._handle(inc)
