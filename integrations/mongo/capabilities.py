@@ -20,12 +20,18 @@ from memory.constants import FACTS
 REASON_CHARS = 120
 
 
+#: What ``alfred doctor`` shows for a server error that came with no message.
+NO_REASON = "the server gave no reason"
+
+
 def short_reason(message: str, limit: int = REASON_CHARS) -> str:
     """A server's error, as a person reads it in ``alfred doctor``: its first sentence,
     without the driver's ``full error`` dump, and never cut inside a word (MongoDB's
     answer to the probe runs to three sentences)."""
     text = message.split(", full error:", 1)[0].strip()
-    first = text.split(". ", 1)[0].rstrip(".")
+    first = text.split(". ", 1)[0].rstrip(".").strip()
+    if not first:
+        return NO_REASON
     if len(first) <= limit:
         return first
     cut = first[: limit - 1]

@@ -3,7 +3,7 @@ first sentence, whole, or a cut at a word, never the driver's dump of the reply.
 
 from __future__ import annotations
 
-from integrations.mongo.capabilities import REASON_CHARS, short_reason
+from integrations.mongo.capabilities import NO_REASON, REASON_CHARS, short_reason
 
 MONGOD = (
     "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage "
@@ -35,3 +35,9 @@ def test_a_long_sentence_is_cut_at_a_word() -> None:
 def test_one_endless_word_is_cut_at_the_limit() -> None:
     reason = short_reason("x" * 500)
     assert reason == "x" * (REASON_CHARS - 1) + "…"
+
+
+def test_a_message_with_nothing_to_quote_says_so() -> None:
+    """An empty error (or only the dump) would have shown as "()" in the doctor's row."""
+    for message in ("", "  ", ".", ", full error: {'ok': 0}"):
+        assert short_reason(message) == NO_REASON, repr(message)
