@@ -134,7 +134,7 @@ class Assistant:
             with self.d.turn_scope():
                 turn = await self._handle(inc)
             if not deliver_first:
-                await self.settle(turn, delivered=False)
+                await self.settle(turn)
             return turn
         except Unavailable as exc:
             log.warning("reply path degraded: %s", exc.component)
@@ -295,7 +295,7 @@ class Assistant:
             self._unfinished.popitem(last=False)
         if turn.handled:
             await self.d.journal.mark_handled([source])
-        if thread.kind is ThreadKind.DM and self.flags.calendar and not turn.delivered:
+        if thread.kind is ThreadKind.DM and self.flags.calendar and not inc.answered:
             notice = await self.d.calendar.take_revoked_notice(viewer.user_id)
             if notice is not None:
                 turn.replies.append(Outgoing(inc.chat_id, notice))
@@ -303,26 +303,25 @@ class Assistant:
         await self._after(thread)
         turn.addressed = True
 
-        async def settle(*, delivered: bool) -> None:
-            await self._journal_replies(inc, thread, viewer, turn, delivered=delivered)
+        async def settle() -> None:
+            await self._journal_replies(inc, thread, viewer, turn)
 
-        if turn.delivered:  # replayed after its replies went out: say nothing again
+        if inc.answered:  # replayed after its replies went out: say nothing again
             return Turn([], addressed=True, handled=turn.handled, settle=settle)
         turn.settle = settle
         return turn
 
-    async def settle(self, turn: Turn, *, delivered: bool = True) -> None:
-        """Journal ``turn``'s replies, ``delivered`` already or not. After delivery, a
-        failure here leaves the turn for its replay to finish without answering again
-        (the caller spools the message as answered)."""
+    async def settle(self, turn: Turn) -> None:
+        """Journal ``turn``'s replies. If this fails after they were sent, the caller
+        spools the message as answered, and its replay finishes the turn kept here
+        without answering again."""
         pending, turn.settle = turn.settle, None
         if pending is not None:
-            await pending(delivered=delivered)
+            await pending()
 
     async def _journal_replies(
-        self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn, *, delivered: bool
+        self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn
     ) -> None:
-        turn.delivered = turn.delivered or delivered
         for place, out in enumerate(turn.replies):
             reply_id = f"{out.chat_id}:a:r{inc.message_id}:{place}"
             await self.turn_journal.reply(thread, viewer, out, reply_id)

@@ -2,24 +2,19 @@
 
 A turn is handed back before its replies are journaled when the caller sends them first
 (:meth:`services.reply.assistant.Assistant.handle` with ``deliver_first``), so it carries
-those writes (``settle``) and whether its replies went out (``delivered``), which a
-replay of it must know to say nothing again.
+those writes (``settle``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from services.messages import Outgoing, PrivateDelivery, Reaction
 
-
-class Settle(Protocol):
-    """The writes a turn leaves until its replies are out
-    (:meth:`services.reply.assistant.Assistant.settle`)."""
-
-    def __call__(self, *, delivered: bool) -> Awaitable[None]: ...
+#: The writes a turn leaves until its replies are out
+#: (:meth:`services.reply.assistant.Assistant.settle`).
+Settle = Callable[[], Awaitable[None]]
 
 
 @dataclass
@@ -40,6 +35,3 @@ class Turn:
     #: What is left once the replies are out: journaling them. ``Assistant.handle`` runs
     #: it itself unless asked to ``deliver_first``.
     settle: Settle | None = field(default=None, repr=False, compare=False)
-    #: Its replies were sent before a write after them failed: a replay of it finishes
-    #: the writes and sends nothing.
-    delivered: bool = False
