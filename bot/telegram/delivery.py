@@ -65,6 +65,14 @@ def log_spooled_failure(logger: logging.Logger, exc: Exception, message: str, *a
         logger.error(message, *args, exc_info=exc)
 
 
+def _take(marked: set[int], update_id: int) -> bool:
+    """Whether ``update_id`` is in ``marked``, taking it out: each mark is read once."""
+    if update_id in marked:
+        marked.discard(update_id)
+        return True
+    return False
+
+
 def spooled_update_id(data: Any) -> int | None:
     """The ``update_id`` of a spooled line, if it has a usable one."""
     update_id = data.get("update_id") if isinstance(data, dict) else None
@@ -128,17 +136,11 @@ class Spool:
 
     def answered_before(self, update_id: int) -> bool:
         """Whether this replayed update was answered before it was spooled (asked once)."""
-        if update_id in self.answered:
-            self.answered.discard(update_id)
-            return True
-        return False
+        return _take(self.answered, update_id)
 
     def replayed(self, update_id: int) -> bool:
         """Whether this update comes from a replay (asked once, when it is handled)."""
-        if update_id in self.replaying:
-            self.replaying.discard(update_id)
-            return True
-        return False
+        return _take(self.replaying, update_id)
 
     def _take(self) -> list[dict[str, Any]]:
         taken = self._read()
