@@ -18,8 +18,6 @@ from memory.constants import FACTS
 
 #: Longest server message quoted in a capability's detail (``alfred doctor`` shows it).
 REASON_CHARS = 120
-
-
 #: What ``alfred doctor`` shows for a server error that came with no message.
 NO_REASON = "the server gave no reason"
 
