@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
@@ -34,6 +35,17 @@ class Sender:
     name: str
     username: str | None = None
     is_bot: bool = False
+
+
+@dataclass(frozen=True)
+class SentReply:
+    """One of Alfred's replies as the journal keeps it. A reply that went out before its
+    journal write failed travels in the spool as this, so its replay journals it even
+    when a restart has lost the turn that made it."""
+
+    id: str
+    text: str
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ class Incoming:
     #: Replayed, and its answer was delivered before a write after it failed: the
     #: replay finishes what the turn left, and never answers again.
     answered: bool = False
+    #: The replies that answer was, for the journal (the spool kept them).
+    answers: tuple[SentReply, ...] = ()
 
     @property
     def is_group(self) -> bool:

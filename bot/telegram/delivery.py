@@ -14,7 +14,8 @@ import json
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, ContextTypes
 
 from integrations.mongo.errors import TRANSIENT_ERRORS as DATABASE_ERRORS
+from services.messages import SentReply
 
 log = logging.getLogger(__name__)
 
 SEEN_UPDATES = 10_000
-#: The key a spooled update's line carries when its person had the answer already.
+#: The key a spooled update's line carries when its person had the answer already: the
+#: replies they were sent, for the journal (``true`` in lines written before they were).
 ANSWERED = "alfred_answered"
 
 
@@ -65,12 +68,25 @@ def log_spooled_failure(logger: logging.Logger, exc: Exception, message: str, *a
         logger.error(message, *args, exc_info=exc)
 
 
-def _take(marked: set[int], update_id: int) -> bool:
-    """Whether ``update_id`` is in ``marked``, taking it out: each mark is read once."""
-    if update_id in marked:
-        marked.discard(update_id)
-        return True
-    return False
+def answers_to_line(answers: Sequence[SentReply]) -> list[dict[str, str]]:
+    """The replies a spooled update was answered with, as its line keeps them."""
+    return [{"id": a.id, "text": a.text, "at": a.at.isoformat()} for a in answers]
+
+
+def answers_from_line(mark: Any) -> tuple[SentReply, ...] | None:
+    """The replies an ``ANSWERED`` mark holds; None when the line has no mark. A reply
+    that cannot be read is left out (said in the log): the person has it anyway."""
+    if mark is None or mark is False:
+        return None
+    answers = []
+    for entry in mark if isinstance(mark, list) else []:
+        try:
+            answers.append(
+                SentReply(str(entry["id"]), str(entry["text"]), datetime.fromisoformat(entry["at"]))
+            )
+        except (TypeError, KeyError, ValueError):
+            log.warning("a spooled reply could not be read; it is not journaled")
+    return tuple(answers)
 
 
 def spooled_update_id(data: Any) -> int | None:
@@ -91,8 +107,8 @@ class Spool:
         #: Updates put back in the queue by a replay: their person was told already, so
         #: a second failure is spooled again without a second apology.
         self.replaying: set[int] = set()
-        #: Those of them whose person had their answer already (:meth:`add`).
-        self.answered: set[int] = set()
+        #: Those of them whose person had their answer already, with its replies (:meth:`add`).
+        self.answered: dict[int, tuple[SentReply, ...]] = {}
         #: Called with each spooled update's id: the deduplicator's ``forget`` (so its
         #: replay in this process is not dropped as a redelivery) and the retry's nudge.
         self.on_add: list[Callable[[int], None]] = []
@@ -102,12 +118,15 @@ class Spool:
         self.retries: dict[int, int] = {}
         self._lock = asyncio.Lock()
 
-    async def add(self, update: Update, *, answered: bool = False) -> None:
+    async def add(
+        self, update: Update, *, answered: bool = False, answers: Sequence[SentReply] = ()
+    ) -> None:
         """Keep ``update`` for a replay; ``answered`` when its person has the answer
-        already (a write after it failed), which the replay must not send again."""
+        already (a write after it failed), which the replay must not send again, and
+        journals: ``answers``, the replies sent."""
         data = update.to_dict()
         if answered:
-            data[ANSWERED] = True
+            data[ANSWERED] = answers_to_line(answers)
         async with self._lock:
             await asyncio.to_thread(self._append, [data])
         for listener in self.on_add:
@@ -134,13 +153,17 @@ class Spool:
         with self.path.open("a", encoding="utf-8") as f:
             f.write(_lines(updates))
 
-    def answered_before(self, update_id: int) -> bool:
-        """Whether this replayed update was answered before it was spooled (asked once)."""
-        return _take(self.answered, update_id)
+    def answered_before(self, update_id: int) -> tuple[SentReply, ...] | None:
+        """The replies this replayed update was answered with before it was spooled, or
+        None when it was not answered (asked once)."""
+        return self.answered.pop(update_id, None)
 
     def replayed(self, update_id: int) -> bool:
         """Whether this update comes from a replay (asked once, when it is handled)."""
-        return _take(self.replaying, update_id)
+        if update_id in self.replaying:
+            self.replaying.discard(update_id)
+            return True
+        return False
 
     def _take(self) -> list[dict[str, Any]]:
         taken = self._read()

@@ -21,7 +21,7 @@ from typing import Any
 
 from telegram import Update
 
-from bot.telegram.delivery import ANSWERED, Spool, spooled_update_id
+from bot.telegram.delivery import ANSWERED, Spool, answers_from_line, spooled_update_id
 from runtime.background import BackgroundLoop
 
 log = logging.getLogger(__name__)
@@ -46,15 +46,15 @@ async def replay_spool(application: Any, spool: Spool, *, retry: bool = False) -
     taken.sort(key=_arrival)
     replayed = 0
     for data in taken:
-        answered = isinstance(data, dict) and bool(data.pop(ANSWERED, False))
+        answers = answers_from_line(data.pop(ANSWERED, None) if isinstance(data, dict) else None)
         try:
             update = Update.de_json(data, application.bot)
         except (TypeError, KeyError, AttributeError, ValueError):
             log.warning("dropped a spooled update PTB cannot read")
             continue
         spool.replaying.add(update.update_id)
-        if answered:
-            spool.answered.add(update.update_id)
+        if answers is not None:
+            spool.answered[update.update_id] = answers
         await application.update_queue.put(update)
         replayed += 1
     if replayed:

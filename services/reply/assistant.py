@@ -21,7 +21,7 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from memory.clarifications import short as short_answer
 from memory.errors import AlfredError, Unavailable
@@ -54,7 +54,7 @@ from memory.rules.intents.lists import detect_list_intent
 from memory.rules.intents.remind import ReminderIntent, SetReminder, detect_reminder
 from memory.rules.intents.time_zone import TimeZoneIntent, detect_time_zone
 from services.membership import Membership
-from services.messages import Incoming, Outgoing, Reaction, split_for_telegram
+from services.messages import Incoming, Outgoing, Reaction, SentReply, split_for_telegram
 from services.reply.commands import ChatCommands
 from services.reply.conversation import Conversation
 from services.reply.deps import ReplyDeps
@@ -170,7 +170,10 @@ class Assistant:
         tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text)
         session_id = tick.session_id
         if not new and (not inc.replayed or inc.answered):
-            return Turn([], addressed=False)  # redelivered: already journaled and answered
+            # Redelivered: journaled and answered before. Replayed after a restart lost
+            # its turn, it brings the replies that went out, whose journaling failed.
+            await self._journal_replies(inc, thread, viewer, inc.answers)
+            return Turn([], addressed=False)
         if answering:
             self._foresee(inc, viewer)
         if not addressed and viewer.user_id in tick.choice_pending_for:
@@ -303,11 +306,15 @@ class Assistant:
         await self._after(thread)
         turn.addressed = True
 
+        if not turn.sent:  # a replay of a turn kept here journals what it first sent
+            turn.sent = self.turn_journal.sent(inc, turn.replies)
+        sent = turn.sent
+
         async def settle() -> None:
-            await self._journal_replies(inc, thread, viewer, turn)
+            await self._journal_replies(inc, thread, viewer, sent)
 
         if inc.answered:  # replayed after its replies went out: say nothing again
-            return Turn([], addressed=True, handled=turn.handled, settle=settle)
+            return Turn([], addressed=True, handled=turn.handled, settle=settle, sent=sent)
         turn.settle = settle
         return turn
 
@@ -320,11 +327,10 @@ class Assistant:
             await pending()
 
     async def _journal_replies(
-        self, inc: Incoming, thread: Thread, viewer: Viewer, turn: Turn
+        self, inc: Incoming, thread: Thread, viewer: Viewer, sent: Sequence[SentReply]
     ) -> None:
-        for place, out in enumerate(turn.replies):
-            reply_id = f"{out.chat_id}:a:r{inc.message_id}:{place}"
-            await self.turn_journal.reply(thread, viewer, out, reply_id)
+        for reply in sent:
+            await self.turn_journal.reply(thread, viewer, reply)
         self._unfinished.pop(inc.journal_id, None)
 
     def _explicit_request(self, viewer: Viewer, intent: object) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory.models import Message, Role, SessionTick, Thread, Viewer
 from memory.ports import Clock
 from memory.stores import DirectoryStore, JournalStore
-from services.messages import Incoming, Outgoing
+from services.messages import Incoming, Outgoing, SentReply
 
 
 class TurnJournal:
@@ -45,16 +45,29 @@ class TurnJournal:
         tick = await self.directory.touch(thread.id, now, tokens, alongside=journal)
         return tick, stored[0]
 
-    async def reply(self, thread: Thread, viewer: Viewer, out: Outgoing, journal_id: str) -> None:
+    def sent(self, inc: Incoming, replies: list[Outgoing]) -> tuple[SentReply, ...]:
+        """``replies`` to ``inc`` as the journal will keep them: each under the message's
+        id and its place (journaled twice, it is kept once), at the time they are sent."""
+        now = self.clock.now()
+        return tuple(
+            SentReply(
+                id=str(out.meta.get("journal_id") or f"{out.chat_id}:a:r{inc.message_id}:{place}"),
+                text=str(out.meta.get("journal_text", out.text)),
+                at=now,
+            )
+            for place, out in enumerate(replies)
+        )
+
+    async def reply(self, thread: Thread, viewer: Viewer, sent: SentReply) -> None:
         """Alfred's own words are journaled too (weighted 0.2 in formation), in the
         partition of the thread and the person it answered."""
         message = Message(
-            id=str(out.meta.get("journal_id") or journal_id),
+            id=sent.id,
             thread_id=thread.id,
             partition=thread.partition_for(viewer.user_id),
             role=Role.AGENT,
             user_id=None,
-            text=str(out.meta.get("journal_text", out.text)),
-            created_at=self.clock.now(),
+            text=sent.text,
+            created_at=sent.at,
         )
         await self.journal.append(message)

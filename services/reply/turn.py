@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from services.messages import Outgoing, PrivateDelivery, Reaction
+from services.messages import Outgoing, PrivateDelivery, Reaction, SentReply
 
 #: The writes a turn leaves until its replies are out
 #: (:meth:`services.reply.assistant.Assistant.settle`).
@@ -35,3 +35,6 @@ class Turn:
     #: What is left once the replies are out: journaling them. ``Assistant.handle`` runs
     #: it itself unless asked to ``deliver_first``.
     settle: Settle | None = field(default=None, repr=False, compare=False)
+    #: The replies as ``settle`` journals them: spooled with the message if that write
+    #: fails, so its replay journals them even after a restart.
+    sent: tuple[SentReply, ...] = field(default=(), repr=False, compare=False)

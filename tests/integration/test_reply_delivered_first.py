@@ -4,8 +4,8 @@ The Telegram handler sends Alfred's answer as soon as the turn has it, then jour
 (``Assistant.handle(..., deliver_first=True)``, then ``Assistant.settle``): the person
 waits one database write fewer. If that last write fails, they have their answer
 already, so they are not told "I've kept your message", and no replay may answer them a
-second time: the update is spooled as answered, and its replay finishes the journal
-(in the same bot) or says nothing (after a restart, which lost the reply's words).
+second time: the update is spooled as answered, with the replies' words, and its replay
+finishes the journal and says nothing, in the same bot or after a restart.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ async def test_a_reply_whose_journaling_failed_is_answered_once_and_journaled_by
         bot.check_alive()
 
 
-async def test_an_answered_message_replayed_after_a_restart_is_not_answered_again(
+async def test_an_answered_message_replayed_after_a_restart_is_journaled_not_answered_again(
     bot_env: Any, spool_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cut = ReplyWriteCut(monkeypatch)
@@ -108,8 +108,9 @@ async def test_an_answered_message_replayed_after_a_restart_is_not_answered_agai
             assert [m["text"] for m in sent] == [GOT_IT]
             (line,) = (await asyncio.to_thread(spool_file.read_text)).splitlines()
             spooled = json.loads(line)
-            assert spooled[ANSWERED] is True
+            assert [a["text"] for a in spooled[ANSWERED]] == [GOT_IT]
             assert spooled["message"]["message_id"] == message_id
+            assert await _replies_journaled(bot, dm, message_id) == []
         before = len(tg.sent_messages)
         async with bot_env(tg) as bot:  # its start replays the spool
             await eventually(
@@ -118,10 +119,21 @@ async def test_an_answered_message_replayed_after_a_restart_is_not_answered_agai
                 within=harness.REPLY_TIMEOUT,
             )
             await bot.sync()
-            # the words of the first try's reply died with that bot: nothing is sent,
-            # nothing is done twice, and the message itself stays journaled
+            # nothing is sent or done twice, and the reply the first bot sent is
+            # journaled from the spool's line, after the message it answered
             assert [m for m in tg.sent_messages[before:] if m["chat_id"] == dm["id"]] == []
             assert await bot.message_doc(dm, message_id) is not None
+            assert await _replies_journaled(bot, dm, message_id) == [GOT_IT]
+            history = [
+                (d["role"], d["text"])
+                async for d in bot.db["messages"]
+                .find({"_id": {"$regex": f"^{dm['id']}:"}})
+                .sort([("created_at", 1), ("_id", 1)])
+            ]
+            assert history == [
+                ("user", "remember that the ferry leaves at nine"),
+                ("agent", GOT_IT),
+            ]
             facts = await bot.db[FACTS].count_documents({"content": {"$regex": "ferry"}})
             assert facts == 1
             (again,) = await bot.say(tg.text_message(dm, ann, "what do you remember about me?"))

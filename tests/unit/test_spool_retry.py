@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,8 +21,9 @@ from typing import Any
 import pytest
 from telegram import Update
 
-from bot.telegram.delivery import ANSWERED, Spool
+from bot.telegram.delivery import ANSWERED, Spool, answers_to_line
 from bot.telegram.spool_retry import MOST_TRIES, SpoolRetry, replay_spool
+from services.messages import SentReply
 from tests.helpers.polling import eventually as poll
 
 WAIT = 10.0  # a deadline, never a measured duration
@@ -223,19 +225,30 @@ async def test_an_update_spooled_while_a_retry_rewrites_the_file_is_kept(
 
 
 async def test_an_answered_update_is_replayed_as_answered_once(tmp_path: Path) -> None:
-    """An update spooled after its answer went out carries a mark on its line; its replay
-    takes the mark off the update PTB reads and tells the handler, once, that it was
-    answered. Others are replayed unmarked."""
+    """An update spooled after its answer went out carries the replies it was sent on its
+    line; its replay takes them off the update PTB reads and gives them to the handler,
+    once. A line marked before the replies were kept (``true``) replays as answered with
+    none, a reply that cannot be read is left out, and others are replayed unmarked."""
     spool = Spool(tmp_path / "updates.jsonl")
     app = SimpleNamespace(bot=None, update_queue=asyncio.Queue())
-    await spool.add(_update(7), answered=True)
+    sent = SentReply("5:a:r70:0", "Got it", datetime(2026, 6, 1, 9, 30, tzinfo=UTC))
+    await spool.add(_update(7), answered=True, answers=[sent])
     await spool.add(_update(8))
+    older = {**_update(9).to_dict(), ANSWERED: True}
+    torn = {**_update(10).to_dict(), ANSWERED: [{"id": "5:a:r71:0"}, answers_to_line([sent])[0]]}
+    with spool.path.open("a") as f:
+        f.write(json.dumps(older) + "\n" + json.dumps(torn) + "\n")
     lines = [json.loads(line) for line in spool.path.read_text().splitlines()]
-    assert [line.get(ANSWERED) for line in lines] == [True, None]
-    assert await replay_spool(app, spool) == 2
-    replayed = [app.update_queue.get_nowait(), app.update_queue.get_nowait()]
-    assert [u.update_id for u in replayed] == [7, 8]
+    assert [line.get(ANSWERED) for line in lines[:2]] == [
+        [{"id": "5:a:r70:0", "text": "Got it", "at": "2026-06-01T09:30:00+00:00"}],
+        None,
+    ]
+    assert await replay_spool(app, spool) == 4
+    replayed = [app.update_queue.get_nowait() for _ in range(4)]
+    assert [u.update_id for u in replayed] == [7, 8, 9, 10]
     assert all(ANSWERED not in u.api_kwargs for u in replayed)
-    assert spool.replayed(7) and spool.answered_before(7)
-    assert not spool.answered_before(7)  # asked once
-    assert spool.replayed(8) and not spool.answered_before(8)
+    assert spool.replayed(7) and spool.answered_before(7) == (sent,)
+    assert spool.answered_before(7) is None  # asked once
+    assert spool.replayed(8) and spool.answered_before(8) is None
+    assert spool.answered_before(9) == ()
+    assert spool.answered_before(10) == (sent,)

@@ -74,13 +74,15 @@ class Messages:
             return
         replayed = self.spool is not None and self.spool.replayed(update.update_id)
         if replayed:  # handled again even if its journal entry was written before it failed
-            answered = self.spool is not None and self.spool.answered_before(update.update_id)
-            inc = dataclasses.replace(inc, replayed=True, answered=answered)
+            answers = self.spool.answered_before(update.update_id) if self.spool else None
+            inc = dataclasses.replace(
+                inc, replayed=True, answered=answers is not None, answers=answers or ()
+            )
         # Who asked gets one apology; a replayed message's person had theirs already.
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
             log.info("update %s spooled: the database is down", update.update_id)
-            await self.spool.add(update, answered=inc.answered)
+            await self.spool.add(update, answered=inc.answered, answers=inc.answers)
             if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
             return
@@ -103,7 +105,7 @@ class Messages:
         except Exception as exc:
             log_spooled_failure(log, exc, "update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
-                await self.spool.add(update, answered=inc.answered)
+                await self.spool.add(update, answered=inc.answered, answers=inc.answers)
             if self.watch is not None:
                 self.watch.check_soon()  # is it down? the next messages need not wait
             if apologise:
@@ -133,9 +135,9 @@ class Messages:
 
     async def _settle(self, update: Update, turn: Turn) -> None:
         """Journal the replies just sent. If that fails (the database went down in
-        between), the update is spooled as answered: its replay finishes the turn's
-        writes and says nothing, and nobody is told "I've kept your message" about a
-        message they have their answer to."""
+        between), the update is spooled as answered, with those replies: its replay
+        journals them and says nothing, even after a restart, and nobody is told "I've
+        kept your message" about a message they have their answer to."""
         try:
             await self.assistant.settle(turn)
         except Exception as exc:
@@ -143,7 +145,7 @@ class Messages:
                 log, exc, "update %s answered, its journaling failed; spooled", update.update_id
             )
             if self.spool is not None:
-                await self.spool.add(update, answered=True)
+                await self.spool.add(update, answered=True, answers=turn.sent)
             if self.watch is not None:
                 self.watch.check_soon()
 
