@@ -6,9 +6,9 @@ product across the pool and spin-waits for the parts. On the 2-core machines Alf
 on, next to the embedding thread, the database and other processes, a pool thread is
 often descheduled, and the product waits for it: measured interleaved in one run at 10k
 facts, the product took 9.8 ms at the median and 18 ms at p95 with the pool, 0.5 and
-1.8 ms on one thread, with bit-identical results (each row's sum is computed the same
-way either way). At 100k facts the product is bound by memory bandwidth, which a second
-thread barely raises (11 ms against 14 ms at the median under load).
+1.8 ms on one thread. A big index (20,000 facts and more) is still scanned by two
+threads, without the pool's spinning: the search's thread and a helper share it block by
+block (``memory/search/vector.py``), with the one-thread product's results bit for bit.
 
 ``ALFRED_BLAS_THREADS`` overrides the count (for a machine with cores to spare).
 """

@@ -7,11 +7,23 @@ O(n) before sorting only those k.
 
 Rows are assumed L2-normalised (every :class:`memory.ports.Embedder` guarantees it), so
 the dot product is the cosine.
+
+A big matrix (:data:`SHARED_SCAN_ROWS` rows and more) is scanned by the calling thread
+and one helper thread together, each taking blocks of rows until none is left. BLAS
+runs on one thread per process (``runtime/native_threads.py``: its own pool spin-waits
+for descheduled threads), but at 100,000 facts one thread cannot read 150 MB of vectors
+as fast as two: 13.4 against 7.8 ms at the median in one quiet run. The helper only
+takes blocks the caller has not reached, so a helper that is never scheduled costs
+nothing but the hand-over; each row's cosine is the same sum either way.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -20,12 +32,61 @@ FloatMatrix = npt.NDArray[np.float32]
 FloatVector = npt.NDArray[np.float32]
 IndexArray = npt.NDArray[np.int64]
 
+#: From this many rows on, a scan is shared with a helper thread (below it, the
+#: hand-over costs about what a second thread saves).
+SHARED_SCAN_ROWS = 20_000
+#: Rows per block of a shared scan: small enough that the thread left waiting for the
+#: other's last block waits little. A multiple of the rows BLAS's kernel sums together
+#: (a block ending elsewhere would sum its last rows in another order).
+SCAN_BLOCK_ROWS = 8_192
+
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _scan_helper() -> ThreadPoolExecutor | None:
+    """The shared scan's helper thread, started at the first big scan; None on one core."""
+    global _helper
+    if (os.cpu_count() or 1) < 2:
+        return None
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="alfred-scan")
+        return _helper
+
 
 def cosine_scores(matrix: FloatMatrix, query: FloatVector) -> FloatVector:
     """The cosine of ``query`` with every row of ``matrix`` (rows and query unit-length)."""
-    if matrix.shape[0] == 0:
+    rows = matrix.shape[0]
+    if rows == 0:
         return np.zeros(0, dtype=np.float32)
-    scores: FloatVector = matrix @ np.asarray(query, dtype=np.float32).reshape(-1)
+    vector = np.asarray(query, dtype=np.float32).reshape(-1)
+    helper = _scan_helper() if rows >= SHARED_SCAN_ROWS else None
+    if helper is None:
+        scores: FloatVector = matrix @ vector
+        return scores
+    return _shared_scan(matrix, vector, helper)
+
+
+def _shared_scan(
+    matrix: FloatMatrix, vector: FloatVector, helper: ThreadPoolExecutor
+) -> FloatVector:
+    """``matrix @ vector`` computed block by block by this thread and ``helper``."""
+    rows = matrix.shape[0]
+    scores: FloatVector = np.empty(rows, dtype=np.float32)
+    starts = range(0, rows, SCAN_BLOCK_ROWS)
+    taken = itertools.count()  # its next() is atomic: each block is taken once
+
+    def scan_blocks() -> None:
+        while (block := next(taken)) < len(starts):
+            start = starts[block]
+            end = min(start + SCAN_BLOCK_ROWS, rows)
+            np.matmul(matrix[start:end], vector, out=scores[start:end])
+
+    helping = helper.submit(scan_blocks)
+    scan_blocks()
+    if not helping.cancel():  # it started: wait for the block it holds, if any
+        helping.result()
     return scores
 
 
