@@ -74,7 +74,8 @@ class Messages:
             return
         replayed = self.spool is not None and self.spool.replayed(update.update_id)
         if replayed:  # handled again even if its journal entry was written before it failed
-            answers = self.spool.answered_before(update.update_id) if self.spool else None
+            spool = self.spool
+            answers = spool.answered_before(update.update_id) if spool is not None else None
             inc = dataclasses.replace(
                 inc, replayed=True, answered=answers is not None, answers=answers or ()
             )
