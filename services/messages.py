@@ -75,10 +75,15 @@ class Incoming:
     #: was written), so a journal entry already there does not mean it was answered.
     replayed: bool = False
     #: Replayed, and its answer was delivered before a write after it failed: the
-    #: replay finishes what the turn left, and never answers again.
-    answered: bool = False
-    #: The replies that answer was, for the journal (the spool kept them).
-    answers: tuple[SentReply, ...] = ()
+    #: replies it was (the spool kept them, for the journal; none from a spool line
+    #: written before they were kept). None when it was not answered.
+    answers: tuple[SentReply, ...] | None = None
+
+    @property
+    def answered(self) -> bool:
+        """Its answer went out before: the replay finishes what the turn left, and never
+        answers again."""
+        return self.answers is not None
 
     @property
     def is_group(self) -> bool:

@@ -118,14 +118,12 @@ class Spool:
         self.retries: dict[int, int] = {}
         self._lock = asyncio.Lock()
 
-    async def add(
-        self, update: Update, *, answered: bool = False, answers: Sequence[SentReply] = ()
-    ) -> None:
-        """Keep ``update`` for a replay; ``answered`` when its person has the answer
-        already (a write after it failed), which the replay must not send again, and
-        journals: ``answers``, the replies sent."""
+    async def add(self, update: Update, *, answers: Sequence[SentReply] | None = None) -> None:
+        """Keep ``update`` for a replay; ``answers`` when its person has the answer
+        already (a write after it failed): the replies sent, which the replay journals
+        and must not send again."""
         data = update.to_dict()
-        if answered:
+        if answers is not None:
             data[ANSWERED] = answers_to_line(answers)
         async with self._lock:
             await asyncio.to_thread(self._append, [data])

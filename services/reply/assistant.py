@@ -172,7 +172,7 @@ class Assistant:
         if not new and (not inc.replayed or inc.answered):
             # Redelivered: journaled and answered before. Replayed after a restart lost
             # its turn, it brings the replies that went out, whose journaling failed.
-            await self._journal_replies(inc, thread, viewer, inc.answers)
+            await self._journal_replies(inc, thread, viewer, inc.answers or ())
             return Turn([], addressed=False)
         if answering:
             self._foresee(inc, viewer)

@@ -232,7 +232,7 @@ async def test_an_answered_update_is_replayed_as_answered_once(tmp_path: Path) -
     spool = Spool(tmp_path / "updates.jsonl")
     app = SimpleNamespace(bot=None, update_queue=asyncio.Queue())
     sent = SentReply("5:a:r70:0", "Got it", datetime(2026, 6, 1, 9, 30, tzinfo=UTC))
-    await spool.add(_update(7), answered=True, answers=[sent])
+    await spool.add(_update(7), answers=[sent])
     await spool.add(_update(8))
     older = {**_update(9).to_dict(), ANSWERED: True}
     torn = {**_update(10).to_dict(), ANSWERED: [{"id": "5:a:r71:0"}, answers_to_line([sent])[0]]}

@@ -76,14 +76,12 @@ class Messages:
         if replayed:  # handled again even if its journal entry was written before it failed
             spool = self.spool
             answers = spool.answered_before(update.update_id) if spool is not None else None
-            inc = dataclasses.replace(
-                inc, replayed=True, answered=answers is not None, answers=answers or ()
-            )
+            inc = dataclasses.replace(inc, replayed=True, answers=answers)
         # Who asked gets one apology; a replayed message's person had theirs already.
         apologise = not replayed and (inc.addressed or not inc.is_group)
         if self.spool is not None and self.watch is not None and self.watch.is_down(DATABASE):
             log.info("update %s spooled: the database is down", update.update_id)
-            await self.spool.add(update, answered=inc.answered, answers=inc.answers)
+            await self.spool.add(update, answers=inc.answers)
             if apologise:
                 await self.replier.send(context, inc.chat_id, MEMORY_RESTARTING, topic=inc.topic_id)
             return
@@ -106,7 +104,7 @@ class Messages:
         except Exception as exc:
             log_spooled_failure(log, exc, "update %s failed; spooled for retry", update.update_id)
             if self.spool is not None:
-                await self.spool.add(update, answered=inc.answered, answers=inc.answers)
+                await self.spool.add(update, answers=inc.answers)
             if self.watch is not None:
                 self.watch.check_soon()  # is it down? the next messages need not wait
             if apologise:
@@ -146,7 +144,7 @@ class Messages:
                 log, exc, "update %s answered, its journaling failed; spooled", update.update_id
             )
             if self.spool is not None:
-                await self.spool.add(update, answered=True, answers=turn.sent)
+                await self.spool.add(update, answers=turn.sent)
             if self.watch is not None:
                 self.watch.check_soon()
 
