@@ -54,7 +54,7 @@ from bot.bench.common import (
 )
 from bot.bench.fake_answers import formation_answer
 from bot.bench.fake_openai import FakeOpenAI, text_task_handler
-from bot.bench.machine import machine_line, machine_speed
+from bot.bench.machine import LoopControl, machine_line, machine_speed, with_control
 from bot.bench.resources import (
     DatabaseOps,
     count_database_ops,
@@ -161,6 +161,7 @@ async def run_bot_bench(
             overheads: list[float] = []
             in_model_client: list[float] = []
             after_replies: list[float] = []
+            control = LoopControl()
             with TimedProgress() as bar:
                 task = bar.add_task(f"messages at {n} facts", total=len(asked))
                 for k, question in enumerate(asked):
@@ -196,6 +197,7 @@ async def run_bot_bench(
                         overheads.append((elapsed - in_client) * 1000)
                         in_model_client.append(in_client * 1000)
                         after_replies.append(settled * 1000)
+                        control.tick()  # the machine's own spread, between messages
                     if requested:  # the worker "elsewhere" forms them, between messages
                         requested.clear()
                         await drain(s, redis)
@@ -224,7 +226,7 @@ async def run_bot_bench(
                 "fact_document_bytes": await mean_document_bytes(s.mongo.db[FACTS]),
                 "peak_rss_mb": peak_rss_mb(),
                 "serving_peak_rss_mb": peak_since_restart_mb() if serving_counted else None,
-                "machine": machine,
+                "machine": with_control(machine, control),
             }
 
 

@@ -34,7 +34,7 @@ from bot.bench.common import (
     sizes_or_exit,
     stderr,
 )
-from bot.bench.machine import machine_line, machine_speed
+from bot.bench.machine import LoopControl, machine_line, machine_speed, with_control
 from bot.bench.synthetic import distinct_questions
 from bot.bench.synthetic import facts as synthetic_facts
 from bot.bench.synthetic import questions as synthetic_questions
@@ -125,16 +125,19 @@ async def run_retrieval(
         started = time.perf_counter()
         await s.retriever.search(viewer, "warm up the index", limit=5)
         build_ms = (time.perf_counter() - started) * 1000
-        head = {
-            "facts": n,
-            "backend": s.search_backend,
-            "embedder": s.embedder.model_name,
-            "machine": await machine_speed(s.mongo.db),
-        }
+        machine = await machine_speed(s.mongo.db)
+        control = LoopControl()
+        head = {"facts": n, "backend": s.search_backend, "embedder": s.embedder.model_name}
         if compare is not None:
             world = _World(texts + noise, parts + noise_parts, mine + theirs)
-            compared = await _compare(s, viewer, world, queries, data_dir)
-            return {**head, **compared, "others": others, "index_build_ms": round(build_ms, 1)}
+            compared = await _compare(s, viewer, world, queries, data_dir, control)
+            return {
+                **head,
+                "machine": with_control(machine, control),
+                **compared,
+                "others": others,
+                "index_build_ms": round(build_ms, 1),
+            }
         asked = synthetic_questions(queries)
         samples: list[float] = []
         retrieved = 0
@@ -146,11 +149,13 @@ async def run_retrieval(
                 fact_block(result.facts, viewer, lambda uid: uid)
                 samples.append((time.perf_counter() - t0) * 1000)
                 retrieved += bool(result.facts)
+                control.tick()  # the machine's own spread, between queries
                 bar.step(task)
         after_change = await _after_changes(s, viewer)
         await s.retriever.drain()
         return {
             **head,
+            "machine": with_control(machine, control),
             "queries": len(asked),
             "latency_ms": percentiles(samples),
             "mean_ms": round(float(np.mean(samples)), 3) if samples else 0.0,
@@ -191,10 +196,16 @@ class _World:
 
 
 async def _compare(
-    s: Any, viewer: Viewer, world: _World, queries: int, data_dir: Path | None
+    s: Any,
+    viewer: Viewer,
+    world: _World,
+    queries: int,
+    data_dir: Path | None,
+    control: LoopControl,
 ) -> dict[str, Any]:
     """Alfred, mem0 and the floor on the same facts and the same distinct queries, in a
-    rotating order per query so that machine noise falls on all three alike."""
+    rotating order per query so that machine noise falls on all three alike (and
+    ``control`` timed once after each query's round)."""
     from bot.bench.mem0_compare import (
         TOP_K,
         VIEWER_SCOPE,
@@ -281,6 +292,7 @@ async def _compare(
                     recalls["in_turn"].append(recall(found["in_turn"], exact, asked_k))
                     for name in names:
                         returned[name].append(len(found[name]))
+                    control.tick()
                     bar.step(task)
             await s.retriever.drain()
     finally:

@@ -31,6 +31,14 @@ SLOW = pytest.mark.timeout(BENCH_TIMEOUT_S + 30)
 MACHINE_READINGS = ("python_loop_ms", "database_ping_ms", "database_insert_ms")
 
 
+def assert_loop_spread(machine: dict[str, Any], rounds: int) -> None:
+    """The machine's own spread: the loop timed once after each timed item."""
+    run = machine["python_loop_run_ms"]
+    assert run["rounds"] == rounds, run
+    assert 0 < run["p50"] <= run["p95"] <= run["p99"], run
+    assert run["p95_over_p50"] == pytest.approx(run["p95"] / run["p50"], abs=0.001)
+
+
 def bench(tmp_path: Path, *args: str, expect: int = 0) -> tuple[dict[str, Any] | None, str]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -84,6 +92,7 @@ def test_bench_bot(tmp_path: Path) -> None:
     assert figures["serving_peak_rss_mb"] is not None and figures["serving_peak_rss_mb"] > 50
     # the machine's speed, read in the same run, so figures of two days can be compared
     assert all(figures["machine"][k] > 0 for k in MACHINE_READINGS), figures["machine"]
+    assert_loop_spread(figures["machine"], rounds=4)
 
 
 def test_bench_formation_direct_and_through_the_jobs(tmp_path: Path) -> None:
@@ -132,6 +141,7 @@ def test_bench_retrieval(tmp_path: Path) -> None:
     after = result["after_change_ms"]  # the search that first catches up with a change
     assert 0 < after["p50"] <= after["max"]
     assert all(result["machine"][k] > 0 for k in MACHINE_READINGS), result["machine"]
+    assert_loop_spread(result["machine"], rounds=6)
 
 
 def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
@@ -165,6 +175,7 @@ def test_bench_retrieval_compares_mem0_and_the_floor(tmp_path: Path) -> None:
     for latency in (in_turn["latency_ms"], in_turn["snapshot_ms"]):
         assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"]
     assert in_turn["recall_vs_exact"] == result["recall_vs_exact"]
+    assert_loop_spread(result["machine"], rounds=12)  # once after each query's round
 
 
 def test_bench_retrieval_plots_the_comparison(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.bench.machine import SCRATCH, machine_line, machine_speed
+from bot.bench.machine import SCRATCH, LoopControl, machine_line, machine_speed, with_control
 
 
 async def test_machine_speed_reads_the_database_and_leaves_no_scratch(
@@ -21,3 +21,18 @@ async def test_machine_speed_reads_the_database_and_leaves_no_scratch(
     assert await db["kept"].count_documents({}) == 1  # only its own collection dropped
     line = machine_line(speed)
     assert f"ping {speed['database_ping_ms']} ms" in line, line
+
+
+def test_the_loop_control_reports_its_spread_in_the_line() -> None:
+    control = LoopControl()
+    speed = {"python_loop_ms": 20.0, "database_ping_ms": 0.4, "database_insert_ms": 1.1}
+    assert with_control(speed, control) == speed, "no spread before the loop ever ran"
+    assert "over the run" not in machine_line(speed)
+    for _ in range(5):
+        control.tick()
+    run = with_control(speed, control)["python_loop_run_ms"]
+    assert run["rounds"] == 5
+    assert 0 < run["p50"] <= run["p95"] <= run["p99"]
+    line = machine_line(with_control(speed, control))
+    assert f"(over the run: p50 {run['p50']} ms, p95 {run['p95']} ms" in line, line
+    assert f"p95 ÷ p50 {run['p95_over_p50']})" in line, line
