@@ -466,3 +466,45 @@ async def test_forget_that_after_a_remember_forgets_what_it_stored(
     said = [m.get("text", "") for m in dump["messages"]]
     assert "remember that my locker is number 12" in said, said
     assert not any("4412" in t or "boiler was" in t for t in said), said
+
+
+async def test_a_schedule_said_in_passing_is_answered_the_next_day_only_where_it_was_said(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Offline, "our daughter starts swimming on Tuesdays at 5pm" becomes a memory of the
+    circle once formed (it used to stay in the session's note, gone the next day), and it
+    answers a day later in that group, and in no other circle, while a schedule said in a
+    DM answers in that DM alone."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            {"circle": "club", "members": ["omar", "pia"]},
+            say(
+                "nora", "group:home", "Our daughter Mia starts swimming lessons on Tuesdays at 5pm."
+            ),
+            say("nora", "dm:nora", "My son Leo starts ballet on Fridays at 4pm"),
+            *FORMATION_THEN_A_DAY,
+            say("omar", "group:home", "@alfred when are Mia's swimming lessons?"),
+            say("pia", "group:club", "@alfred when are Mia's swimming lessons?"),
+            say("omar", "group:home", "@alfred when does Leo have ballet?"),
+            say("omar", "dm:omar", "when does Leo have ballet?"),
+            say("nora", "dm:nora", "when does Leo have ballet?"),
+        ],
+        tmp_path / "s",
+    )
+    answers = [(r["in"], r["to"], r["text"]) for r in replies(out)][1:]  # after "can't chat"
+    assert [(where, to) for where, to, _ in answers] == [
+        ("group:home", "omar"),
+        ("group:club", "pia"),
+        ("group:home", "omar"),
+        ("dm:omar", "omar"),
+        ("dm:nora", "nora"),
+    ], answers
+    home, club, home_ballet, omar_dm, nora_dm = (text for _, _, text in answers)
+    assert "Tuesdays at 5pm" in home, home
+    # Nora's DM reaches neither her circle's group, nor another circle, nor Omar's DM
+    for text in (club, home_ballet, omar_dm):
+        assert "4pm" not in text and "Fridays" not in text, text
+    assert "Mia" not in club and "5pm" not in club, club  # the home circle's, not the club's
+    assert "Fridays at 4pm" in nora_dm, nora_dm

@@ -69,6 +69,15 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I have a cat named Tom", "Alice has a cat named Tom", REL, 6),
         ("my brother works at Google", "Alice's brother works at Google", REL, 6),
         ("My mom is visiting next week", "Alice's mom is visiting next week", CTX, 5),
+        # A schedule says when: "on Tuesdays", "at 5pm" (not a mood, though "-ing")
+        ("My mom is visiting on Sundays", "Alice's mom is visiting on Sundays", CTX, 5),
+        ("my daughter starts school at 8am", "Alice's daughter starts school at 8am", CTX, 5),
+        (
+            "My son starts swimming lessons on Tuesdays at 5 pm",
+            "Alice's son starts swimming lessons on Tuesdays at 5 pm",
+            CTX,
+            5,
+        ),
         ("my birthday is March 3", "Alice's birthday is March 3", F, 8),
         ("My birthday is on the 3rd of March", "Alice's birthday is on the 3rd of March", F, 8),
         ("my mom's birthday is May 5th", "Alice's mom's birthday is May 5th", F, 8),
@@ -162,6 +171,21 @@ async def test_several_clauses_give_several_facts() -> None:
 
 
 # --- we / our: circle in a group, speaker in a DM ---------------------------------------------
+
+
+async def test_our_child_s_schedule_is_the_circle_s_in_a_group_and_the_speaker_s_in_a_dm() -> None:
+    said = "Our daughter Mia starts swimming lessons on Tuesdays at 5pm."
+    assert summary(await extract(said, ThreadKind.GROUP)) == [
+        (
+            "Alice and Bob's daughter Mia starts swimming lessons on Tuesdays at 5pm",
+            CTX,
+            5,
+            "circle",
+        )
+    ]
+    assert summary(await extract(said, ThreadKind.DM)) == [
+        ("Alice's daughter Mia starts swimming lessons on Tuesdays at 5pm", CTX, 5, "speaker")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -326,6 +350,7 @@ async def test_only_user_lines_count() -> None:
         "my phone is dead",
         "my job is killing me",
         "my kids are driving me crazy",
+        "my job is killing me every day",
         "I think I like tea",
         "If I were rich I'd love a boat",
         "Maybe I'm allergic to cats",
