@@ -1,4 +1,4 @@
-"""Dates in statements: is there one, and "tomorrow" made absolute.
+"""Dates in statements: is there one, and "tomorrow" or "on Friday" made absolute.
 
 An important date is only worth remembering with the date itself ("my birthday is March
 3"); "my birthday is coming up" is not a fact. Relative words are resolved against the
@@ -38,6 +38,15 @@ DATE = re.compile(
 )
 _RELATIVE = re.compile(r"\b(?:on\s+)?(?P<word>today|tomorrow|yesterday)\b", re.IGNORECASE)
 _OFFSETS: Final = {"yesterday": -1, "today": 0, "tomorrow": 1}
+WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: "on Friday", "this Friday": one coming day. Not "on Fridays" or "on Friday nights" (a
+#: habit), and not "next Friday", which people read two ways.
+_COMING_WEEKDAY = re.compile(
+    rf"\b(?P<lead>on|this)\s+(?P<day>{'|'.join(WEEKDAYS)})\b(?!'?s\b)"
+    r"(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)(?!,?\s+(?:the\s+)?\d)"
+    rf"(?!,?\s+{_MONTH}\b)",
+    re.IGNORECASE,
+)
 
 
 def has_date(text: str) -> bool:
@@ -46,10 +55,19 @@ def has_date(text: str) -> bool:
 
 
 def resolve_relative_dates(text: str, now: datetime) -> str:
-    """``text`` with today/tomorrow/yesterday replaced by the day they mean ("March 4")."""
+    """``text`` with today/tomorrow/yesterday, and "on/this <weekday>", replaced by the day
+    they mean ("on March 4", "on Friday, March 6")."""
 
     def absolute(match: re.Match[str]) -> str:
         day = now + timedelta(days=_OFFSETS[match.group("word").lower()])
         return f"on {MONTHS[day.month - 1]} {day.day}"
 
-    return _RELATIVE.sub(absolute, text)
+    def coming(match: re.Match[str]) -> str:
+        wanted = WEEKDAYS.index(match.group("day").lower())
+        ahead = (wanted - now.weekday()) % 7
+        if ahead == 0 and match.group("lead").lower() == "on":
+            ahead = 7  # "on Friday", said on a Friday, is the next one
+        day = now + timedelta(days=ahead)
+        return f"on {WEEKDAYS[wanted].capitalize()}, {MONTHS[day.month - 1]} {day.day}"
+
+    return _COMING_WEEKDAY.sub(coming, _RELATIVE.sub(absolute, text))

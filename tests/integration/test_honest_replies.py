@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.settings import Settings
-from tests.helpers.replay import dumps, replay_lines, replies, say
+from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
 
 STORING_CLAIMS = ("noted", "keep it in mind", "i'll remember", "remembered", "saved")
 #: The background forms what was said, then a day passes and it runs again.
@@ -508,3 +508,30 @@ async def test_a_schedule_said_in_passing_is_answered_the_next_day_only_where_it
         assert "4pm" not in text and "Fridays" not in text, text
     assert "Mia" not in club and "5pm" not in club, club  # the home circle's, not the club's
     assert "Fridays at 4pm" in nora_dm, nora_dm
+
+
+async def test_a_coming_day_is_still_the_right_day_a_week_later(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "On Friday", said on Monday 5 January, is kept as Friday 9 January: a week later
+    the memory still names that day, not the Friday after it, and stays in the DM."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say(
+                "nora", "dm:nora", "remember that I'm planning a surprise party for Omar on Friday"
+            ),
+            {"clock": "+7d"},
+            {"jobs": "drain"},
+            probe("nora", "dm:nora", "what am I planning for Omar?"),
+            probe("omar", "group:home", "what is Nora planning?"),
+        ],
+        tmp_path / "w",
+    )
+    assert "remember" in _texts(out)[0].lower()
+    nora, omar = probes(out)
+    assert [m["content"] for m in nora["memories"]] == [
+        "Nora is planning a surprise party for Omar on Friday, January 9"
+    ]
+    assert omar["memories"] == [] and "surprise" not in omar["context"].lower()

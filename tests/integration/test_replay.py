@@ -34,7 +34,9 @@ async def test_replay_md_example(settings: Settings, tmp_path: Path) -> None:
     bob, alice = probes(out)
     assert bob["retrieved"] is True and bob["memories"] == []
     assert "surprise" not in bob["context"].lower()
-    assert alice["memories"][0]["content"] == "Alice is planning a surprise party for Bob on Friday"
+    # said on Monday 5 January 2026 (the replay's first day): the Friday that week
+    content = alice["memories"][0]["content"]
+    assert content == "Alice is planning a surprise party for Bob on Friday, January 9"
     assert alice["memories"][0]["owner"] == "alice" and alice["memories"][0]["visibility"] == "dm"
     assert set(alice["memories"][0]) == {
         "id",

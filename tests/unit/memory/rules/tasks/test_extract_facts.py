@@ -96,8 +96,8 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I'm planning a surprise party", "Alice is planning a surprise party", CTX, 5),
         ("I'm flying to Rome next Friday", "Alice is flying to Rome next Friday", CTX, 5),
         (
-            "I have a dentist appointment on Monday",
-            "Alice has a dentist appointment on Monday",
+            "I have a dentist appointment on Monday",  # said on Monday 3 March 2025
+            "Alice has a dentist appointment on Monday, March 10",
             CTX,
             5,
         ),
