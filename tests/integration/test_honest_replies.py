@@ -535,3 +535,23 @@ async def test_a_coming_day_is_still_the_right_day_a_week_later(
         "Nora is planning a surprise party for Omar on Friday, January 9"
     ]
     assert omar["memories"] == [] and "surprise" not in omar["context"].lower()
+
+
+async def test_a_coming_day_is_counted_from_when_it_was_said_not_when_it_was_formed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Said on Thursday 8 January and formed in the background on Friday 9 January,
+    "on Friday" is that Friday, not the one a week later."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            {"clock": "+3d"},
+            say("nora", "dm:nora", "I'm hosting a dinner party on Friday"),
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+        ],
+        tmp_path / "f",
+    )
+    assert _current(dumps(out)[-1]) == ["Nora is hosting a dinner party on Friday, January 9"]

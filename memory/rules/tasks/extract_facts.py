@@ -93,14 +93,17 @@ def _line_facts(line: JournalLine, ctx: ExtractFactsContext) -> list[ExtractedFa
     if name is None or not is_latin(text) or detect_forget(text) is not None:
         return []
     voice = Voice.for_speaker(name, ctx.thread_kind, ctx.people)
+    # "Tomorrow" and "on Friday" mean days from when the line was said, not from when
+    # formation reads it (hours later, or the next day).
+    said_at = line.at or ctx.now
     found: list[tuple[str, _Found]] = []
     for source in _explicit_statements(text):
-        found.extend((source, item) for item in _explicit_facts(source, voice, ctx.now))
+        found.extend((source, item) for item in _explicit_facts(source, voice, said_at))
     for sentence in split_sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
         for clause in clauses(sentence):
-            statement = match_statement(clause, voice, ctx.now)
+            statement = match_statement(clause, voice, said_at)
             if statement is not None:
                 found.append(
                     (
