@@ -39,10 +39,12 @@ DATE = re.compile(
 _RELATIVE = re.compile(r"\b(?:on\s+)?(?P<word>today|tomorrow|yesterday)\b", re.IGNORECASE)
 _OFFSETS: Final = {"yesterday": -1, "today": 0, "tomorrow": 1}
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: Any day of the week, as a regular expression (match it case-insensitively).
+WEEKDAY: Final = rf"(?:{'|'.join(WEEKDAYS)})"
 #: "on Friday", "this Friday": one coming day. Not "on Fridays" or "on Friday nights" (a
 #: habit), and not "next Friday", which people read two ways.
 _COMING_WEEKDAY = re.compile(
-    rf"\b(?P<lead>on|this)\s+(?P<day>{'|'.join(WEEKDAYS)})\b(?!'?s\b)"
+    rf"\b(?P<lead>on|this)\s+(?P<day>{WEEKDAY})\b(?!'?s\b)"
     r"(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)(?!,?\s+(?:the\s+)?\d)"
     rf"(?!,?\s+{_MONTH}\b)",
     re.IGNORECASE,

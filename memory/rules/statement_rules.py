@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from memory.models import Category
+from memory.rules.dates import WEEKDAY
 
 _I = r"(?:i|we|(?:my\s+)?[\w'-]+\s+and\s+i)"
 _IAM = r"(?:i'?m|i\s+am|we're|we\s+are)"
@@ -70,12 +71,11 @@ STATE_OBJECT = re.compile(
     r"|disaster|joke))",
     re.IGNORECASE,
 )
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 #: When something happens: "next week", "on Monday", "on Tuesdays", "at 5", "at 5pm". A
 #: clause with one is a situation or a schedule, not a mood.
 TIME_MARKER = re.compile(
     r"\b(?:next|tomorrow|tonight|soon|this\s+(?:week|weekend|month|year|summer|winter|spring"
-    rf"|autumn|fall|{_WEEKDAY})|on\s+{_WEEKDAY}s?|in\s+(?:january|february|march"
+    rf"|autumn|fall|{WEEKDAY})|on\s+{WEEKDAY}s?|in\s+(?:january|february|march"
     r"|april|may|june|july|august|september|october|november|december|\d+\s+(?:days|weeks"
     r"|months|years))|at\s+\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\b\.?)?)\b",
     re.IGNORECASE,
