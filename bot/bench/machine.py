@@ -30,8 +30,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import numpy as np
 from pymongo.asynchronous.database import AsyncDatabase
+
+from bot.bench.common import percentiles
 
 #: The loop timed by :func:`python_loop_ms` (sum of the first N integers).
 LOOP_SIZE: Final = 1_000_000
@@ -69,12 +70,11 @@ class LoopControl:
         p95 ÷ p50 (empty if it never ran)."""
         if not self.samples:
             return {}
-        p50, p95, p99 = (float(v) for v in np.percentile(self.samples, (50, 95, 99)))
+        spread = percentiles(self.samples)
+        p50, p95 = spread["p50"], spread["p95"]
         return {
             "rounds": len(self.samples),
-            "p50": round(p50, 3),
-            "p95": round(p95, 3),
-            "p99": round(p99, 3),
+            **spread,
             "p95_over_p50": round(p95 / p50, 3) if p50 > 0 else 0.0,
         }
 
