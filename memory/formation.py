@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from memory.constants import (
     FORMATION_MAX_FAILURES,
@@ -61,6 +62,7 @@ from memory.prompts.common import ConversationContext, JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractedFact, ExtractFactsContext
 from memory.prompts.reflect import REFLECT, ReflectContext, ScopeMemory
 from memory.stores import DirectoryStore, FactStore, JournalStore, NotesStore, SemanticMirror
+from memory.timezones import SpeakerZones
 
 log = logging.getLogger(__name__)
 
@@ -107,18 +109,31 @@ def batch_id_for(messages: Sequence[Message]) -> str:
     return digest[:24]
 
 
-def to_lines(messages: Sequence[Message], names: dict[str, str]) -> list[JournalLine]:
-    return [
-        JournalLine(
-            message_id=m.id,
-            role=m.role,
-            speaker_id=m.user_id,
-            speaker_name=names.get(m.user_id or "", m.user_id) if m.role is Role.USER else "Alfred",
-            text=m.text,
-            at=m.created_at,
+def to_lines(
+    messages: Sequence[Message],
+    names: dict[str, str],
+    clocks: Mapping[str, tzinfo] | None = None,
+) -> list[JournalLine]:
+    """The batch as formation's lines, each dated on its speaker's clock (``clocks``, by
+    user id); Alfred's lines on the clock of the person it answered (the line before)."""
+    lines = []
+    clock: tzinfo = UTC
+    for m in messages:
+        if m.role is Role.USER and clocks and m.user_id is not None and m.user_id in clocks:
+            clock = clocks[m.user_id]
+        lines.append(
+            JournalLine(
+                message_id=m.id,
+                role=m.role,
+                speaker_id=m.user_id,
+                speaker_name=(
+                    names.get(m.user_id or "", m.user_id) if m.role is Role.USER else "Alfred"
+                ),
+                text=m.text,
+                at=m.created_at.astimezone(clock),
+            )
         )
-        for m in messages
-    ]
+    return lines
 
 
 class FormationService:
@@ -138,6 +153,7 @@ class FormationService:
         mirror: SemanticMirror | None = None,
         batch_limit: int = BATCH_LIMIT,
         flags: MemoryFlags | None = None,
+        zones: SpeakerZones | None = None,
     ) -> None:
         self.journal = journal
         self.directory = directory
@@ -150,6 +166,20 @@ class FormationService:
         self.mirror = mirror
         self.batch_limit = batch_limit
         self.flags = flags or MemoryFlags()
+        self.zones = zones
+
+    async def _members(self, thread: Thread) -> list[str]:
+        """The members of a group thread's circle, in the circle's order (none for a DM)."""
+        if thread.kind is not ThreadKind.GROUP or thread.circle_id is None:
+            return []
+        circle = await self.directory.circle(thread.circle_id)
+        return list(circle.member_ids) if circle is not None else []
+
+    async def _clocks(self, thread: Thread, speaker_ids: Sequence[str]) -> dict[str, tzinfo]:
+        """Each speaker's clock here: "tomorrow" is read on it (UTC without ``zones``)."""
+        if self.zones is None:
+            return {}
+        return {uid: (await self.zones.zone_in(thread, uid)).tz for uid in speaker_ids}
 
     async def form_thread(
         self, thread_id: str, *, min_messages: int = FORMATION_MIN_MESSAGES
@@ -172,13 +202,19 @@ class FormationService:
         report.batch_id = batch_id_for(messages)
         report.messages = len(messages)
         speaker_ids = sorted({m.user_id for m in user_messages if m.user_id})
-        users = await self.directory.users(speaker_ids)
+        # In a group, "we" and "our" are its members, not only those who spoke in this
+        # batch: "Nora and Omar are hosting a barbecue", as "remember that …" says it.
+        member_ids = await self._members(thread)
+        users = await self.directory.users(sorted({*member_ids, *speaker_ids}))
         names = {uid: u.name for uid, u in users.items()}
-        people = [Person(id=uid, name=names.get(uid, uid)) for uid in speaker_ids]
+        people = [Person(id=uid, name=names[uid]) for uid in member_ids if uid in names]
+        people += [
+            Person(id=uid, name=names.get(uid, uid)) for uid in speaker_ids if uid not in member_ids
+        ]
         # What the reply path already did is final: those requests are not learned from
         # again (a re-read "remember that I'm vegan" would undo "not vegan anymore").
         learnable = [m for m in messages if not (m.role is Role.USER and m.handled)]
-        lines = to_lines(learnable, names)
+        lines = to_lines(learnable, names, await self._clocks(thread, speaker_ids))
         now = self.clock.now()
         conversation = ConversationContext(
             thread_kind=thread.kind,

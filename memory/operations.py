@@ -50,6 +50,7 @@ from memory.rules.person import Voice
 from memory.rules.statements import as_stated
 from memory.search.text import tokenize
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
+from memory.timezones import SpeakerZones
 from memory.value_swap import swap_value
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class MemoryOperations:
         clock: Clock,
         mirror: SemanticMirror | None = None,
         model_budget: float | None = None,
+        zones: SpeakerZones | None = None,
     ) -> None:
         self.facts = facts
         self.writer = writer
@@ -123,6 +125,7 @@ class MemoryOperations:
         self.clock = clock
         self.mirror = mirror
         self.model_budget = model_budget
+        self.zones = zones
 
     async def facts_from(
         self,
@@ -135,11 +138,16 @@ class MemoryOperations:
         """Facts in one statement: (content, category, importance, about the circle).
         ``others`` are the circle's other members, so "our …" in a group reads as their
         names together ("Dana and Eli's rent …")."""
+        now = self.clock.now()
+        # "Tomorrow" is read on the speaker's clock, the one the reply states times on.
+        said_at = (
+            now.astimezone((await self.zones.zone_in(thread, speaker.id)).tz) if self.zones else now
+        )
         ctx = ExtractFactsContext(
             thread_kind=thread.kind,
             thread_owner_id=thread.user_id,
             people=list(others) if speaker.id in {p.id for p in others} else [speaker, *others],
-            now=self.clock.now(),
+            now=now,
             lines=[
                 JournalLine(
                     message_id=message_id,
@@ -147,6 +155,7 @@ class MemoryOperations:
                     speaker_id=speaker.id,
                     speaker_name=speaker.name,
                     text=statement,
+                    at=said_at,
                 )
             ],
         )
@@ -175,7 +184,7 @@ class MemoryOperations:
             # DM, partition_for keeps it the speaker's whatever it says).
             ours = _FIRST_PERSON_PLURAL.match(statement) is not None
             voice = Voice.for_speaker(speaker.name, thread.kind, ctx.people)
-            out = [(as_stated(statement, voice, ctx.now), Category.FACT, 6, ours)]
+            out = [(as_stated(statement, voice, said_at), Category.FACT, 6, ours)]
         return out
 
     async def remember(

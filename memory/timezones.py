@@ -31,6 +31,8 @@ from functools import cache
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from memory.models import Thread
+
 #: Where a person's zone came from; "circle" and "default" are fallbacks (guesses).
 ZoneSource = Literal["own", "calendar", "circle", "default"]
 DEFAULT_ZONE = "UTC"
@@ -92,6 +94,16 @@ class ResolvedZone:
     def local(self, moment: datetime) -> datetime:
         """``moment`` (aware) on this zone's clock."""
         return moment.astimezone(self.tz)
+
+
+class SpeakerZones(Protocol):
+    """The clock a person's words are dated on in a thread (``services.timezones.TimeZones``).
+
+    "Tomorrow" said at 01:00 in Auckland is a day later than the same word at 01:00 UTC:
+    formation and explicit requests read a line's days on the clock the reply to that
+    line was given on, so what Alfred stores and what it said agree."""
+
+    async def zone_in(self, thread: Thread, user_id: str) -> ResolvedZone: ...
 
 
 class ZoneStore(Protocol):

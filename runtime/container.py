@@ -140,6 +140,22 @@ async def build_services(
     notes = MongoNotes(mongo.db)
     writer = FactWriter(store, embedder, clock)
     mirror = Mem0Mirror(store, semantic, metrics) if semantic is not None else None
+    calendar = build_calendar(
+        settings,
+        db=mongo.db,
+        clock=clock,
+        directory=directory,
+        writer=writer,
+        facts=store,
+        mirror=mirror,
+    )
+    time_zones = TimeZones(
+        MongoTimeZones(mongo.db),
+        clock,
+        # Without calendars set up no connection can give a zone: one read fewer per reply.
+        calendar.store if calendar.problem() is None else None,
+        directory,
+    )
     formation = FormationService(
         journal=journal,
         directory=directory,
@@ -151,15 +167,7 @@ async def build_services(
         clock=clock,
         mirror=mirror,
         flags=settings.flags(),
-    )
-    calendar = build_calendar(
-        settings,
-        db=mongo.db,
-        clock=clock,
-        directory=directory,
-        writer=writer,
-        facts=store,
-        mirror=mirror,
+        zones=time_zones,
     )
     return Services(
         settings=settings,
@@ -180,12 +188,7 @@ async def build_services(
         calendar=calendar,
         access=access,
         recalls=recalls,
-        # Without calendars set up no connection can give a zone: one read fewer per reply.
-        time_zones=TimeZones(
-            MongoTimeZones(mongo.db),
-            clock,
-            calendar.store if calendar.problem() is None else None,
-        ),
+        time_zones=time_zones,
         outbox=MongoOutbox(mongo.db),
         admin_queries=MongoAdminQueries(mongo.db),
         search_backend=backend.name,
@@ -241,6 +244,7 @@ def build_assistant(
         clock=services.clock,
         mirror=services.mirror,
         model_budget=services.settings.llm_explicit_budget,
+        zones=services.time_zones,
     )
     deps = ReplyDeps(
         clock=services.clock,

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.calendar_ports import CalendarStore
-from memory.models import ThreadKind, Viewer
+from memory.models import Thread, ThreadKind, Viewer
 from memory.ports import Clock
 from memory.rules.intents.time_zone import TimeZoneIntent
+from memory.stores import DirectoryStore
 from memory.timezones import (
     ResolvedZone,
     ZoneParse,
@@ -55,6 +56,8 @@ class TimeZones:
     clock: Clock
     #: The calendar connections (their ``time_zone``), None when there are none.
     calendars: CalendarStore | None = None
+    #: Whose circles a person is in, for the zone of their DM (None: their own only).
+    directory: DirectoryStore | None = None
 
     async def zone_of(
         self,
@@ -87,6 +90,15 @@ class TimeZones:
         return await self.zone_of(
             viewer.user_id, group_circle_id=group, circle_ids=sorted(viewer.circle_ids)
         )
+
+    async def zone_in(self, thread: Thread, user_id: str) -> ResolvedZone:
+        """``user_id``'s zone where they speak in ``thread``: what :meth:`zone_for` gives
+        their viewer there, for callers (formation, explicit requests) that hold the
+        thread but not the viewer."""
+        if thread.kind is ThreadKind.GROUP:
+            return await self.zone_of(user_id, group_circle_id=thread.circle_id)
+        circles = await self.directory.circles_of(user_id) if self.directory else []
+        return await self.zone_of(user_id, circle_ids=sorted(c.id for c in circles))
 
     async def fallback_note(self, viewer: Viewer, zone: ResolvedZone) -> str | None:
         """The "(times in UTC — …)" note when ``zone`` is a guess and this person has not

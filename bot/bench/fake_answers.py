@@ -28,7 +28,8 @@ import numpy as np
 TaskRule = Callable[[str], Any]
 
 _LINE = re.compile(
-    r"^\[(?P<id>[^\]]+)\] \((?P<role>\w+), weight [\d.]+\) (?P<who>[^:]+): (?P<text>.*)$"
+    r"^\[(?P<id>[^\]]+)\] \((?P<role>\w+), weight [\d.]+(?:, said [^)]*)?\) "
+    r"(?P<who>[^:]+): (?P<text>.*)$"
 )
 _PERSON = re.compile(r"(?P<name>[^,()]+?) \(id (?P<id>[^)]+)\)")
 _CANDIDATE = re.compile(r"^\s+existing (?P<id>\S+) \(similarity (?P<sim>[\d.]+)\)", re.M)

@@ -49,13 +49,21 @@ class ConversationContext(BaseModel):
         return user_id or "someone"
 
 
-def render_conversation(lines: list[JournalLine], *, max_chars: int = 24_000) -> str:
-    """The journal as text, each line tagged with speaker and weight, newest kept if too long."""
+def render_conversation(
+    lines: list[JournalLine], *, max_chars: int = 24_000, times: bool = False
+) -> str:
+    """The journal as text, each line tagged with speaker and weight, newest kept if too long.
+
+    With ``times``, each dated line also says when it was said on its speaker's clock
+    ("said Tue 2026-01-06 02:00 NZDT"), so a model can date "tomorrow" from the line and
+    not from when formation runs, hours or a day later."""
     rendered = []
     for line in lines:
         who = line.speaker_name or line.role.value
+        said = f", said {line.at:%a %Y-%m-%d %H:%M %Z}" if times and line.at else ""
         rendered.append(
-            f"[{line.message_id}] ({line.role.value}, weight {line.weight:.1f}) {who}: {line.text}"
+            f"[{line.message_id}] ({line.role.value}, weight {line.weight:.1f}{said}) "
+            f"{who}: {line.text}"
         )
     text = "\n".join(rendered)
     if len(text) > max_chars:

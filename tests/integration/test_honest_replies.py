@@ -555,3 +555,42 @@ async def test_a_coming_day_is_counted_from_when_it_was_said_not_when_it_was_for
         tmp_path / "f",
     )
     assert _current(dumps(out)[-1]) == ["Nora is hosting a dinner party on Friday, January 9"]
+
+
+async def test_a_day_said_relative_is_counted_on_the_speakers_clock(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """At 13:00 UTC on Monday 5 January it is 02:00 on Tuesday in Auckland. Nora set
+    Auckland for herself, and the home group set it for the group (so Omar, who set
+    none, is on it in the group and in his DM); Pia, in no circle with a zone, is on UTC.
+    Their "tomorrow", in background formation and in "remember that …", is the day after
+    their own today, as the replies' clock line tells each of them. The group's "we" is
+    its members, though Nora did not speak in that batch."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            {"circle": "work", "members": ["pia"]},
+            say("nora", "dm:nora", "my time zone is Pacific/Auckland"),
+            say("omar", "group:home", "@alfred our time zone is Pacific/Auckland"),
+            {"clock": "+4h"},
+            say("nora", "dm:nora", "I'm hosting a dinner party tomorrow"),
+            say("nora", "dm:nora", "remember that I have a dentist appointment tomorrow"),
+            say("omar", "group:home", "We're hosting a barbecue tomorrow"),
+            say("omar", "dm:omar", "remember that I have a haircut tomorrow"),
+            say("pia", "dm:pia", "I'm hosting a dinner party tomorrow"),
+            say("pia", "dm:pia", "remember that I have a dentist appointment tomorrow"),
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            {"dump": "all"},
+        ],
+        tmp_path / "f",
+    )
+    assert sorted(_current(dumps(out)[-1])) == [
+        "Nora and Omar are hosting a barbecue on January 7",
+        "Nora has a dentist appointment on January 7",
+        "Nora is hosting a dinner party on January 7",
+        "Omar has a haircut on January 7",
+        "Pia has a dentist appointment on January 6",
+        "Pia is hosting a dinner party on January 6",
+    ]

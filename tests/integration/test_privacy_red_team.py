@@ -188,7 +188,9 @@ def _people(prompt: str) -> dict[str, str]:
 
 def _lines(prompt: str) -> list[tuple[str, str, str, str]]:
     """(message id, role, speaker, text) of a formation prompt's conversation."""
-    return re.findall(r"^\[([^\]]+)\] \((\w+), weight [\d.]+\) (\w+): (.*)$", prompt, re.M)
+    return re.findall(
+        r"^\[([^\]]+)\] \((\w+), weight [\d.]+(?:, said [^)]*)?\) (\w+): (.*)$", prompt, re.M
+    )
 
 
 class WorstModel:

@@ -1,0 +1,51 @@
+"""What fact extraction tells a real model about days: each line's time on its speaker's
+clock, and that "tomorrow" is counted from that line, not from when formation runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from memory.models import Role, ThreadKind
+from memory.prompts.common import JournalLine, Person
+from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+
+SAID = datetime(2026, 1, 5, 13, 0, tzinfo=UTC)  # Monday 13:00 UTC: Tuesday 02:00 in Auckland
+
+
+def _ctx(*, at: datetime | None) -> ExtractFactsContext:
+    return ExtractFactsContext(
+        thread_kind=ThreadKind.DM,
+        thread_owner_id="u-nora",
+        people=[Person(id="u-nora", name="Nora")],
+        now=datetime(2026, 1, 6, 20, 0, tzinfo=UTC),  # formed a day later
+        lines=[
+            JournalLine(
+                message_id="m1",
+                role=Role.USER,
+                speaker_id="u-nora",
+                speaker_name="Nora",
+                text="I'm hosting a dinner party tomorrow",
+                at=at,
+            )
+        ],
+    )
+
+
+def test_each_line_says_when_it_was_said_on_its_speakers_clock() -> None:
+    system, user = (
+        m.content
+        for m in EXTRACT_FACTS.build(_ctx(at=SAID.astimezone(ZoneInfo("Pacific/Auckland"))))
+    )
+    assert (
+        "[m1] (user, weight 1.0, said Tue 2026-01-06 02:00 NZDT) Nora: "
+        "I'm hosting a dinner party tomorrow"
+    ) in user
+    rule = " ".join(system.split())
+    assert "counted from when that line was said" in rule
+    assert 'Habits ("on Fridays") stay as said' in rule
+
+
+def test_a_line_without_a_time_is_shown_as_before() -> None:
+    _, user = (m.content for m in EXTRACT_FACTS.build(_ctx(at=None)))
+    assert "[m1] (user, weight 1.0) Nora: I'm hosting a dinner party tomorrow" in user
