@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,7 +19,6 @@ import numpy as np
 from memory.clarifications import Clarifications
 from memory.corrections import split_correction, supersede
 from memory.erasure import Scrubber, add_counts, describe_removed
-from memory.errors import Unavailable
 from memory.facts import FactWriter, clip_words
 from memory.forget_choices import (
     FORGET_CHOICES_MAX,
@@ -31,24 +29,21 @@ from memory.forget_choices import (
     choice_answer,
 )
 from memory.ids import normalise_content
-from memory.llm import LLM, LLMOutputError
+from memory.llm import LLM
 from memory.models import (
     Category,
     Fact,
     Partition,
     Provenance,
-    Role,
     Thread,
     Viewer,
 )
 from memory.operation_result import OperationResult
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
-from memory.prompts.common import JournalLine, Person
-from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
-from memory.rules.person import Voice
-from memory.rules.statements import as_stated
+from memory.prompts.common import Person
 from memory.search.text import tokenize
+from memory.statement_reading import StatementReader
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
 from memory.timezones import SpeakerZones
 from memory.value_swap import swap_value
@@ -75,9 +70,6 @@ CONFIRM_REMEMBER = "Got it, I'll remember that."
 ALREADY_KNEW = "I already knew that — still remembered."
 FORGOTTEN = "Done — I've forgotten that."
 NOTHING_TO_FORGET = "I couldn't find anything like that in what I remember about you here."
-
-#: A statement about "us" ("we always …", "our …"): in a group, the circle's (DESIGN §3).
-_FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
 
 
 def forgotten_text(removed: dict[str, int]) -> str:
@@ -125,7 +117,7 @@ class MemoryOperations:
         self.clock = clock
         self.mirror = mirror
         self.model_budget = model_budget
-        self.zones = zones
+        self.reader = StatementReader(llm, clock, model_budget, zones)
 
     async def facts_from(
         self,
@@ -135,57 +127,8 @@ class MemoryOperations:
         message_id: str,
         others: Sequence[Person] = (),
     ) -> list[tuple[str, Category, int, bool]]:
-        """Facts in one statement: (content, category, importance, about the circle).
-        ``others`` are the circle's other members, so "our …" in a group reads as their
-        names together ("Dana and Eli's rent …")."""
-        now = self.clock.now()
-        # "Tomorrow" is read on the speaker's clock, the one the reply states times on.
-        said_at = (
-            now.astimezone((await self.zones.zone_in(thread, speaker.id)).tz) if self.zones else now
-        )
-        ctx = ExtractFactsContext(
-            thread_kind=thread.kind,
-            thread_owner_id=thread.user_id,
-            people=list(others) if speaker.id in {p.id for p in others} else [speaker, *others],
-            now=now,
-            lines=[
-                JournalLine(
-                    message_id=message_id,
-                    role=Role.USER,
-                    speaker_id=speaker.id,
-                    speaker_name=speaker.name,
-                    text=statement,
-                    at=said_at,
-                )
-            ],
-        )
-        try:
-            async with asyncio.timeout(self.model_budget):
-                found = (await self.llm.run(EXTRACT_FACTS, ctx)).facts
-        except (LLMOutputError, Unavailable) as exc:
-            # An explicit request is stored at once even when the model cannot help.
-            log.warning("hot-path extraction failed, storing the words as said: %s", exc.one_line())
-            found = []
-        except TimeoutError:
-            log.warning(
-                "hot-path extraction took over %gs, storing the words as said", self.model_budget
-            )
-            found = []
-        out = [
-            (f.content, f.category, f.importance, f.about == "circle")
-            for f in found
-            if f.content.strip()
-        ]
-        if not out and statement.strip():
-            # Nothing the model (or the offline rules) could read: keep the words, in the
-            # third person when they are English first person, else as said; never with
-            # the speaker's name in front (that is the fact's provenance, not its text).
-            # A "we …" statement is the circle's in a group, as the model's would be (in a
-            # DM, partition_for keeps it the speaker's whatever it says).
-            ours = _FIRST_PERSON_PLURAL.match(statement) is not None
-            voice = Voice.for_speaker(speaker.name, thread.kind, ctx.people)
-            out = [(as_stated(statement, voice, said_at), Category.FACT, 6, ours)]
-        return out
+        """Facts in one statement (:meth:`StatementReader.read`)."""
+        return await self.reader.read(thread, speaker, statement, message_id, others)
 
     async def remember(
         self,

@@ -151,7 +151,6 @@ async def run_bot_bench(
                     requested.append(thread_id)
 
             assistant = build_assistant(s, after_message=after_message)
-            assistant.ops.llm = timed
             for i, member in enumerate(MEMBERS):
                 await s.directory.upsert_user(1000 + i, member.upper(), member, clock.now())
             ids = itertools.count(1)

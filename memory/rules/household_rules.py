@@ -30,6 +30,7 @@ import re
 from typing import Final
 
 from memory.models import Category
+from memory.rules.dates import WEEKDAY
 from memory.rules.statement_rules import PET, Rule, make_rule
 
 #: People a household deals with by their role, beyond family (statement_rules' PERSON).
@@ -59,8 +60,7 @@ _THING: Final = (
 #: When something recurs: a weekday, a day of the month, a date or a period.
 _WHEN: Final = re.compile(
     r"\b(?:on\s+(?:the\s+)?(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)\b|(?:on|every)\s+"
-    r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?)|(?:mondays?"
-    r"|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?)$|every\s+(?:week|month"
+    rf"{WEEKDAY}s?|{WEEKDAY}s?$|every\s+(?:week|month"
     r"|year|other\s+\w+|\d+\s+\w+)|(?:weekly|monthly|yearly|annually|quarterly)\b"
     r"|(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b|end\s+of\s+(?:the\s+)?month)",

@@ -13,6 +13,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from memory.rules.addressing import strip_addressing
+from memory.rules.dates import WEEKDAY
 from memory.rules.text import clean_text
 
 _POLITE = r"(?:(?:please|pls|can you|could you|would you|will you|hey)\s+)*"
@@ -23,10 +24,10 @@ _SET = re.compile(
 #: Where a time phrase may begin inside "to call the vet tomorrow at 9".
 _WHEN_START = re.compile(
     r"\b(?:in\s+(?:an?|\d+|a few|half an)\s+\w+|every\b|each\b|daily\b|weekly\b|on\s+"
-    r"(?:weekdays|the\s+\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|\d|"
+    rf"(?:weekdays|the\s+\d|{WEEKDAY}|\d|"
     r"january|february|march|april|may|june|july|august|september|october|november|"
     r"december)|at\s+\d|tomorrow\b|today\b|tonight\b|this\s+(?:morning|afternoon|evening)|"
-    r"next\s+\w+|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|noon\b)",
+    rf"next\s+\w+|{WEEKDAY}\b|noon\b)",
     re.I,
 )
 _LIST = re.compile(
