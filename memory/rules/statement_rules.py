@@ -343,9 +343,10 @@ RULES: Final = (
     _rule("plan", rf"^{_I}\s+(?:plan|intend)\s+to\s+(?P<obj>.+)$", _CTX, 5),
     _rule(
         "plan",
-        rf"^{_HAVE}\s+(?:a|an|our|my)\s+(?P<obj>(?:[\w-]+\s+)?(?:party|dinner"
-        r"|trip|wedding|vacation|holiday|appointment|meeting|interview|flight|exam|surgery"
-        r"|operation|concert)\b.+)$",
+        rf"^(?:{_HAVE}|{_IAM}\s+{_ADV}having)\s+(?:a|an|our|my)\s+(?P<obj>(?:[\w-]+\s+)?"
+        r"(?:party|dinner|trip|wedding|vacation|holiday|appointment|meeting|interview|flight"
+        r"|exam|surgery|operation|concert|barbecue|bbq|picnic|lunch|brunch|get-together"
+        r"|sleepover|playdate|celebration)\b.+)$",
         _CTX,
         5,
         needs_time=True,

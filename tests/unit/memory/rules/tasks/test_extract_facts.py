@@ -101,6 +101,14 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
             CTX,
             5,
         ),
+        # A plan in the progressive, when it says when (said on Monday 3 March 2025).
+        (
+            "I'm having a dinner party on Saturday",
+            "Alice is having a dinner party on Saturday, March 8",
+            CTX,
+            5,
+        ),
+        ("I'm having a picnic tomorrow", "Alice is having a picnic on March 4", CTX, 5),
         ("Bob and I love sushi", "Bob and Alice love sushi", F, 6),
         # An aside after the fact is no part of it.
         (
@@ -351,6 +359,10 @@ async def test_only_user_lines_count() -> None:
         "my job is killing me",
         "my kids are driving me crazy",
         "my job is killing me every day",
+        "I'm having a bad day",
+        "I'm having a bad day tomorrow",
+        "we're having a great time",
+        "I'm having a party",  # no day: a plan says when
         "I think I like tea",
         "If I were rich I'd love a boat",
         "Maybe I'm allergic to cats",
