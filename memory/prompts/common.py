@@ -49,18 +49,16 @@ class ConversationContext(BaseModel):
         return user_id or "someone"
 
 
-def render_conversation(
-    lines: list[JournalLine], *, max_chars: int = 24_000, times: bool = False
-) -> str:
+def render_conversation(lines: list[JournalLine], *, max_chars: int = 24_000) -> str:
     """The journal as text, each line tagged with speaker and weight, newest kept if too long.
 
-    With ``times``, each dated line also says when it was said on its speaker's clock
-    ("said Tue 2026-01-06 02:00 NZDT"), so a model can date "tomorrow" from the line and
-    not from when formation runs, hours or a day later."""
+    A dated line also says when it was said on its speaker's clock ("said Tue 2026-01-06
+    02:00 NZDT"), so a model dates "tomorrow" from the line, not from when formation
+    runs (hours or a day later) nor on another person's clock."""
     rendered = []
     for line in lines:
         who = line.speaker_name or line.role.value
-        said = f", said {line.at:%a %Y-%m-%d %H:%M %Z}" if times and line.at else ""
+        said = f", said {line.at:%a %Y-%m-%d %H:%M %Z}" if line.at else ""
         rendered.append(
             f"[{line.message_id}] ({line.role.value}, weight {line.weight:.1f}{said}) "
             f"{who}: {line.text}"

@@ -74,7 +74,7 @@ def build(ctx: ExtractFactsContext) -> list[PromptMessage]:
     user = (
         f"Thread: {ctx.thread_kind.value}. Today: {ctx.now:%Y-%m-%d}.\n"
         f"People: {render_people(ctx.people)}\n\n"
-        f"<conversation>\n{render_conversation(ctx.lines, times=True)}\n</conversation>"
+        f"<conversation>\n{render_conversation(ctx.lines)}\n</conversation>"
     )
     return [PromptMessage(role="system", content=SYSTEM), PromptMessage(role="user", content=user)]
 

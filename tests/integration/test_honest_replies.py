@@ -582,10 +582,15 @@ async def test_a_day_said_relative_is_counted_on_the_speakers_clock(
             say("pia", "dm:pia", "remember that I have a dentist appointment tomorrow"),
             {"clock": "+1d"},
             {"jobs": "drain"},
+            {"probe": {"as": "nora", "in": "group:home", "query": "what are we doing?"}},
             {"dump": "all"},
         ],
         tmp_path / "f",
     )
+    # The group's note, kept in mind for days, names the day too.
+    (kept,) = probes(out)
+    assert "Nora and Omar are hosting a barbecue on January 7." in kept["context"]
+    assert "tomorrow" not in kept["context"]
     assert sorted(_current(dumps(out)[-1])) == [
         "Nora and Omar are hosting a barbecue on January 7",
         "Nora has a dentist appointment on January 7",

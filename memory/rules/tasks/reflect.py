@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final
 
 from memory.constants import REFLECTION_MAX_WORDS
@@ -28,6 +29,7 @@ from memory.models import ReflectionScope, Role, ThreadKind
 from memory.prompts.common import JournalLine
 from memory.prompts.reflect import ExtractedReflection, ReflectContext, Reflections, ScopeMemory
 from memory.rules.addressing import strip_addressing
+from memory.rules.dates import resolve_relative_dates
 from memory.rules.intents.directive import detect_directive
 from memory.rules.intents.forget import detect_forget
 from memory.rules.intents.kinds import DirectiveIntent
@@ -61,6 +63,8 @@ class _Sentence:
     speaker_id: str | None
     voice: Voice
     text: str
+    #: When it was said, on its speaker's clock: "tomorrow" in a note is counted from it.
+    at: datetime
 
 
 def reflect(ctx: ReflectContext) -> Reflections:
@@ -103,8 +107,9 @@ def _user_sentences(ctx: ReflectContext) -> list[_Sentence]:
         speaker_id = line.speaker_id or (
             ctx.thread_owner_id if ctx.thread_kind is ThreadKind.DM else None
         )
+        at = line.at or ctx.now
         for sentence in split_sentences(text):
-            sentences.append(_Sentence(len(sentences), speaker_id, voice, sentence))
+            sentences.append(_Sentence(len(sentences), speaker_id, voice, sentence, at))
     return sentences
 
 
@@ -163,10 +168,10 @@ def _circle_notes(
         for clause in clauses(sentence.text):
             if not is_group_plan(clause):
                 continue
+            # A note is kept in mind for days: "tomorrow" is written as the day it means.
+            dated = resolve_relative_dates(clause, sentence.at)
             note = end_sentence(
-                clip_words(
-                    capitalise(to_third_person(clause, sentence.voice)), REFLECTION_MAX_WORDS
-                )
+                clip_words(capitalise(to_third_person(dated, sentence.voice)), REFLECTION_MAX_WORDS)
             )
             terms = content_terms(clause)
             if norm_key(note) in known or (terms and terms <= seen_terms):
@@ -215,17 +220,19 @@ def _session_notes(
         picked.append(sentence)
     notes: list[ExtractedReflection] = []
     for sentence in sorted(picked, key=lambda s: s.order):
-        note = summary_note(sentence.text, sentence.voice)
+        note = summary_note(sentence.text, sentence.voice, sentence.at)
         if note and norm_key(note) not in known:
             known.add(norm_key(note))
             notes.append(ExtractedReflection(scope=ReflectionScope.SESSION, content=note))
     return notes
 
 
-def summary_note(sentence: str, voice: Voice) -> str:
+def summary_note(sentence: str, voice: Voice, at: datetime | None = None) -> str:
     """One sentence of the rolling summary, at most 35 words, attributed to its speaker,
     without the words that addressed Alfred ("@alfred", "Alfred,"): the note says what
-    was asked or said, not whom it was said to."""
+    was asked or said, not whom it was said to. A statement's "tomorrow" is written as
+    the day it means, counted from ``at`` (when it was said); a question is quoted as
+    asked."""
     text = " ".join(strip_addressing(sentence).split())
     if not text:
         return ""
@@ -234,5 +241,6 @@ def summary_note(sentence: str, voice: Voice) -> str:
     elif text.rstrip().endswith("?"):
         note = f"{voice.name} asked: {text}"
     else:
-        note = capitalise(to_third_person(text, voice))
+        dated = resolve_relative_dates(text, at) if at is not None else text
+        note = capitalise(to_third_person(dated, voice))
     return end_sentence(clip_words(note, REFLECTION_MAX_WORDS))

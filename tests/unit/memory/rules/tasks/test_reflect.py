@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -81,6 +82,23 @@ async def test_group_plans_become_circle_reflections_only_in_groups() -> None:
         )
     ]
     assert all(scope is not ReflectionScope.CIRCLE for scope, _, _ in dm)
+
+
+async def test_a_day_in_a_note_is_its_date_counted_from_when_it_was_said() -> None:
+    """Said on Sunday evening and formed on Monday (``NOW``): the note is read for days,
+    so its "tomorrow" is the Monday it meant; a question is quoted as asked."""
+    said = datetime(2025, 3, 2, 20, 0, tzinfo=UTC)
+    plan = line("We're organising a barbecue tomorrow").model_copy(update={"at": said})
+    assert await reflections(reflect_ctx([plan], ThreadKind.GROUP)) == [
+        (ReflectionScope.CIRCLE, "Alice and Bob are organising a barbecue on March 3.", None)
+    ]
+    assert await reflections(reflect_ctx([plan], ThreadKind.DM)) == [
+        (ReflectionScope.SESSION, "Alice and others are organising a barbecue on March 3.", None)
+    ]
+    asked = line("Are we still meeting the plumber tomorrow?").model_copy(update={"at": said})
+    assert await reflections(reflect_ctx([asked], ThreadKind.DM)) == [
+        (ReflectionScope.SESSION, "Alice asked: Are we still meeting the plumber tomorrow?", None)
+    ]
 
 
 async def test_known_circle_plan_is_not_repeated() -> None:

@@ -1,5 +1,6 @@
-"""What fact extraction tells a real model about days: each line's time on its speaker's
-clock, and that "tomorrow" is counted from that line, not from when formation runs."""
+"""What formation tells a real model about days: each line's time on its speaker's clock,
+and that "tomorrow" is counted from that line, not from when formation runs (fact
+extraction and the always-in-context notes alike)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from zoneinfo import ZoneInfo
 from memory.models import Role, ThreadKind
 from memory.prompts.common import JournalLine, Person
 from memory.prompts.extract_facts import EXTRACT_FACTS, ExtractFactsContext
+from memory.prompts.reflect import REFLECT, ReflectContext
 
 SAID = datetime(2026, 1, 5, 13, 0, tzinfo=UTC)  # Monday 13:00 UTC: Tuesday 02:00 in Auckland
 
@@ -49,3 +51,12 @@ def test_each_line_says_when_it_was_said_on_its_speakers_clock() -> None:
 def test_a_line_without_a_time_is_shown_as_before() -> None:
     _, user = (m.content for m in EXTRACT_FACTS.build(_ctx(at=None)))
     assert "[m1] (user, weight 1.0) Nora: I'm hosting a dinner party tomorrow" in user
+
+
+def test_the_notes_are_told_the_same_and_to_date_their_days() -> None:
+    ctx = ReflectContext.model_validate(
+        _ctx(at=SAID.astimezone(ZoneInfo("Pacific/Auckland"))).model_dump()
+    )
+    system, user = (m.content for m in REFLECT.build(ctx))
+    assert "(user, weight 1.0, said Tue 2026-01-06 02:00 NZDT) Nora:" in user
+    assert "counted from when that line was said" in " ".join(system.split())
