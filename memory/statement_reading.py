@@ -12,6 +12,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memory.errors import Unavailable
 from memory.llm import LLM, LLMOutputError
@@ -29,20 +30,16 @@ log = logging.getLogger(__name__)
 _FIRST_PERSON_PLURAL = re.compile(r"^\W*(?:we|we're|we've|we'll|we'd|our|ours|us)\b", re.I)
 
 
+@dataclass
 class StatementReader:
     """Reads one explicit statement with the fast model, within a time budget."""
 
-    def __init__(
-        self,
-        llm: LLM,
-        clock: Clock,
-        model_budget: float | None = None,
-        zones: SpeakerZones | None = None,
-    ) -> None:
-        self.llm = llm
-        self.clock = clock
-        self.model_budget = model_budget
-        self.zones = zones
+    llm: LLM
+    clock: Clock
+    #: Seconds the model may take, retries included (None: no bound).
+    model_budget: float | None = None
+    #: Whose clock a statement's days are read on (None: UTC).
+    zones: SpeakerZones | None = None
 
     async def read(
         self,
