@@ -54,7 +54,7 @@ class StatementReader:
         names together ("Dana and Eli's rent …")."""
         now = self.clock.now()
         zone = await self.zones.zone_in(thread, speaker.id) if self.zones else None
-        said_at = now.astimezone(zone.tz) if zone is not None else now
+        said_at = zone.local(now) if zone is not None else now
         ctx = ExtractFactsContext(
             thread_kind=thread.kind,
             thread_owner_id=thread.user_id,
