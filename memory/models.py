@@ -383,6 +383,8 @@ class SessionTick:
     erase_pending_for: frozenset[str] = frozenset()
     #: Of those, the users asked "which should I forget?" instead.
     choice_pending_for: frozenset[str] = frozenset()
+    #: The message touching the thread was among its last journaled ones: a redelivery.
+    redelivered: bool = False
 
 
 class CircleMove(BaseModel):

@@ -26,6 +26,9 @@ from memory.models import (
     Viewer,
 )
 
+#: Sends a thread's update, with a write that needs its session tick beside it.
+TouchWrite = Callable[[Callable[[SessionTick], Awaitable[None]] | None], Awaitable[None]]
+
 
 class JournalStore(Protocol):
     async def append(self, message: Message) -> bool: ...
@@ -85,6 +88,14 @@ class DirectoryStore(Protocol):
         """Record activity (a new session after 10 idle minutes; formation's counters).
         ``alongside`` is a write that needs the session id: it is started with the
         thread's update instead of after it (one wait for two writes)."""
+        ...
+
+    async def prepare_touch(
+        self, thread_id: str, at: datetime, tokens: int, message_id: str | None = None
+    ) -> tuple[SessionTick, TouchWrite]:
+        """:meth:`touch` in two steps: the tick now (``redelivered`` when
+        ``message_id`` was among the thread's last), the write when the caller sends it.
+        A reply sends it while the model answers, after the turn's reads."""
         ...
 
     async def cold_threads(self, now: datetime) -> list[tuple[Thread, str]]: ...

@@ -29,8 +29,30 @@ from integrations.mongo.upsert import upsert, upsert_returning
 from memory.constants import CIRCLES, SESSION_COLD_AFTER_SECONDS, THREADS, USERS
 from memory.ids import new_id
 from memory.models import FORGET_CHOICE, Circle, SessionTick, Thread, ThreadKind, User, Viewer
+from memory.stores import TouchWrite
 
 Document = dict[str, Any]
+#: The thread's last incoming messages remembered by id, to know a redelivery before
+#: its journal write (a reply may send that write while the model answers).
+RECENT_IDS = 20
+#: What touching a thread reads of it (in a reply turn, the directory read has it all).
+TOUCH_FIELDS: Document = {
+    f: 1
+    for f in (
+        "session_id",
+        "last_at",
+        "pending_erase",
+        "pending_messages",
+        "pending_tokens",
+        "recent_at",
+        "recent_ids",
+    )
+}
+
+
+def _now(collection: str) -> int:
+    """A memo generation for a value read before this moment and still true at it."""
+    return turn_memo.generation(collection)
 
 
 def thread_from_doc(doc: Document) -> Thread:
@@ -246,36 +268,33 @@ class MongoDirectory:
     ) -> SessionTick:
         """Record activity: a new session after 10 idle minutes; count toward formation.
 
-        In a reply turn the thread was read with the viewer, and the counters this write
-        leaves are kept for the formation trigger's :meth:`pending` of the same turn.
         The session id is known before the update, so ``alongside`` (journaling the
         message under it) is sent together with it; the first failure of the two is
         raised once both have ended."""
+        tick, write = await self.prepare_touch(thread_id, at, tokens)
+        await write(alongside)
+        return tick
+
+    async def prepare_touch(
+        self, thread_id: str, at: datetime, tokens: int, message_id: str | None = None
+    ) -> tuple[SessionTick, TouchWrite]:
+        """The session tick of a message at ``at``, and the write that records it, to be
+        sent when the caller chooses (a reply sends it while the model answers).
+
+        In a reply turn the thread was read with the viewer: nothing is read here, and
+        the history's time window is kept for the turn's memory read at once. The
+        counters the write leaves are kept for the formation trigger's :meth:`pending`.
+        ``message_id`` is remembered among the thread's last few, and the tick says
+        whether it was there already (a redelivery)."""
         memo = turn_memo.current()
         held = memo.get(THREADS, ("id", thread_id)) if memo is not None else MISSING
         doc = (
-            await self._threads.find_one(
-                {"_id": thread_id},
-                {
-                    "session_id": 1,
-                    "last_at": 1,
-                    "pending_erase": 1,
-                    "pending_messages": 1,
-                    "pending_tokens": 1,
-                    "recent_at": 1,
-                },
-            )
+            await self._threads.find_one({"_id": thread_id}, TOUCH_FIELDS)
             if held is MISSING
             else held
         )
         previous = doc.get("session_id") if doc else None
         pending = (doc or {}).get("pending_erase") or {}
-        erase_pending = frozenset(pending)
-        choice_pending = frozenset(
-            uid
-            for uid, item in pending.items()
-            if isinstance(item, dict) and item.get("target") == FORGET_CHOICE
-        )
         last_at = doc.get("last_at") if doc else None
         cold = timedelta(seconds=SESSION_COLD_AFTER_SECONDS)
         new_session = previous is None or last_at is None or at - last_at >= cold
@@ -288,28 +307,42 @@ class MongoDirectory:
             "$inc": {"pending_messages": 1, "pending_tokens": tokens},
             "$push": {"recent_at": {"$each": added, "$slice": -HISTORY_PREFETCH}},
         }
+        if message_id is not None:
+            update["$push"]["recent_ids"] = {"$each": [message_id], "$slice": -RECENT_IDS}
         tick = SessionTick(
             session_id=session_id,
             new_session=new_session,
             previous_session_id=str(previous) if previous else None,
-            erase_pending_for=erase_pending,
-            choice_pending_for=choice_pending,
+            erase_pending_for=frozenset(pending),
+            choice_pending_for=frozenset(
+                uid
+                for uid, item in pending.items()
+                if isinstance(item, dict) and item.get("target") == FORGET_CHOICE
+            ),
+            redelivered=message_id is not None
+            and message_id in ((doc or {}).get("recent_ids") or ()),
         )
-        writes: list[Awaitable[object]] = [self._threads.update_one({"_id": thread_id}, update)]
-        if alongside is not None:
-            writes.append(alongside(tick))
-        for outcome in await asyncio.gather(*writes, return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
-        if memo is not None and doc is not None:
-            counts = (
-                int(doc.get("pending_messages", 0)) + 1,
-                int(doc.get("pending_tokens", 0)) + tokens,
-            )
-            seen = turn_memo.generation(THREADS)
-            memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
-            memo.put(THREADS, history_window_key(thread_id), history_from(doc, added), seen=seen)
-        return tick
+        window = history_from(doc, added) if doc is not None else None
+        if memo is not None and doc is not None:  # for a memory read sent before the write
+            memo.put(THREADS, history_window_key(thread_id), window, seen=_now(THREADS))
+
+        async def write(alongside: Callable[[SessionTick], Awaitable[None]] | None) -> None:
+            writes: list[Awaitable[object]] = [self._threads.update_one({"_id": thread_id}, update)]
+            if alongside is not None:
+                writes.append(alongside(tick))
+            for outcome in await asyncio.gather(*writes, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            if memo is not None and doc is not None:
+                counts = (
+                    int(doc.get("pending_messages", 0)) + 1,
+                    int(doc.get("pending_tokens", 0)) + tokens,
+                )
+                seen = _now(THREADS)  # the write dropped the turn's thread reads: again
+                memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
+                memo.put(THREADS, history_window_key(thread_id), window, seen=seen)
+
+        return tick, write
 
     async def pending(self, thread_id: str) -> tuple[int, int]:
         """Messages and tokens journaled since the last formation request (as this

@@ -62,7 +62,7 @@ from services.reply.directives import Directives
 from services.reply.edits import Edits
 from services.reply.export import Exporter, ExportRequests
 from services.reply.forgetting import CONFIRM_ERASE, CONFIRM_ERASE_US, REMEMBER_WHAT, Forgetting
-from services.reply.journaling import TurnJournal
+from services.reply.journaling import IncomingEntry, TurnJournal
 from services.reply.lists import NOTHING_TO_TICK, Lists, Ticked, journal_note, parse_tick
 from services.reply.pins import PinRequests
 from services.reply.turn import Turn
@@ -167,8 +167,15 @@ class Assistant:
                 await self.turn_journal.incoming(inc, thread, viewer, stored_text)
             await self._after(thread)
             return Turn([], addressed=False)
-        tick, new = await self.turn_journal.incoming(inc, thread, viewer, stored_text)
+        entry = await self.turn_journal.open(inc, thread, viewer, stored_text)
+        tick = entry.tick
         session_id = tick.session_id
+        # A message the model will answer is journaled while the model answers (sent
+        # by Conversation.answer, after the turn's reads; awaited below, before its
+        # turn is finished). Any other is journaled first, as its handling may write.
+        later = answering and not inc.replayed and not tick.redelivered
+        later = later and viewer.user_id not in tick.erase_pending_for
+        new = later or await entry.written()
         if not new and (not inc.replayed or inc.answered):
             # Redelivered: journaled and answered before. Replayed after a restart lost
             # its turn, it brings the replies that went out, whose journaling failed.
@@ -231,16 +238,22 @@ class Assistant:
             return Turn([], addressed=False)
         else:
             choice_pending = viewer.user_id in tick.choice_pending_for
-            turn = await self._respond(
-                inc,
-                thread,
-                viewer,
-                speaker,
-                intent,
-                session_id,
-                erase_pending=choice_pending,
-                reminder=reminder,
-            )
+            try:
+                turn = await self._respond(
+                    inc,
+                    thread,
+                    viewer,
+                    speaker,
+                    intent,
+                    session_id,
+                    erase_pending=choice_pending,
+                    reminder=reminder,
+                    journal=entry,
+                )
+            finally:  # kept even when the model is down ("I've kept your message")
+                new = await entry.written()
+            if later and not new:  # journaled meanwhile: one message delivered twice at once
+                return Turn([], addressed=False)
             if cancelled is not None:  # one message: the cancellation, then the answer
                 first = turn.replies[0] if turn.replies else None
                 text = f"{cancelled}\n\n{first.text}" if first else cancelled
@@ -420,6 +433,7 @@ class Assistant:
         *,
         erase_pending: bool = True,
         reminder: ReminderIntent | None = None,
+        journal: IncomingEntry | None = None,
     ) -> Turn:
         def say(text: str, **meta: object) -> Turn:
             return Turn(
@@ -549,7 +563,9 @@ class Assistant:
                 statement = strip_addressing(inc.text)
                 await self._ask_whose(inc, viewer, statement, reference, question)
                 return say(question)
-        answer = await self.conversation.answer(inc, thread, viewer, speaker, session_id)
+        answer = await self.conversation.answer(
+            inc, thread, viewer, speaker, session_id, journal=journal
+        )
         # A list tool ran: as with the rules, the list's text is neither learned nor kept.
         note = {"journal_text": "[a list request was answered]"} if answer.used_lists else {}
         return Turn(

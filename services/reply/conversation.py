@@ -23,6 +23,7 @@ from memory.search.results import ScoredFact
 from services.messages import Incoming
 from services.reminder_tools import ReminderToolbox
 from services.reply.deps import ReplyDeps
+from services.reply.journaling import IncomingEntry
 from services.reply.lists import Lists, ListTools
 from services.reply.lookups import TurnLookups
 from services.timezones import states_time
@@ -149,9 +150,20 @@ class Conversation:
         return {p.id: p.name for p in named_members(text, people, viewer.user_id)}
 
     async def answer(
-        self, inc: Incoming, thread: Thread, viewer: Viewer, speaker: Person, session_id: str
+        self,
+        inc: Incoming,
+        thread: Thread,
+        viewer: Viewer,
+        speaker: Person,
+        session_id: str,
+        *,
+        journal: IncomingEntry | None = None,
     ) -> ChatAnswer:
-        """The chat model's reply to ``inc``, with a pending clarification appended."""
+        """The chat model's reply to ``inc``, with a pending clarification appended.
+
+        ``journal`` (the message's journal writes, when not yet sent) is sent as the
+        model is asked: every read of the turn is done, and the database writes while
+        the model thinks instead of before the reads the reply waits on."""
         d = self.d
         flags = d.flags()
         memory_on = flags.on_for(viewer)
@@ -207,6 +219,8 @@ class Conversation:
             return await self._search_tool(viewer, call, lookups)
 
         request = ReplyRequest(reply=ctx, history=history)
+        if journal is not None:
+            await journal.sent()
         outcome = await d.llm.chat(REPLY, request, tools, run_tool)
         text = outcome.text.strip() or "…"
         if zone is not None and d.time_zones is not None and states_time(text):
