@@ -50,6 +50,8 @@ _PERSON = (
     r"|boss|manager|colleague|coworker|co-worker|doctor|dentist|therapist|neighbou?r"
     r"|in-laws|mother-in-law|father-in-law|roommate|flatmate|teacher"
 )
+#: Where a thing is ("on level 3", "under the mat", "next to the bins").
+_PLACE = r"(?:on|in|at|under|behind|inside|beside|next\s+to|in\s+front\s+of|by)"
 _PET = r"dog|cat|puppy|kitten|pet|horse|parrot|rabbit|bunny|hamster|fish|turtle|tortoise"
 PET = _PET
 HEDGE = re.compile(
@@ -306,6 +308,24 @@ RULES: Final = (
         rf"^{_I}\s+{_ADV}(?:live\s+(?:in|at|on|near)|moved\s+to)\s+(?P<obj>.+)$",
         _FACT,
         6,
+        check_object=True,
+    ),
+    # Where a thing was put ("I parked on level 3", "I keep my passport in the desk"): the
+    # question a family asks a day later, once formation has read the line.
+    _rule(
+        "placed",
+        rf"^{_I}\s+{_ADV}parked\s+(?P<obj>(?:(?:the|my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+)?"
+        rf"{_PLACE}\s+.+)$",
+        _CTX,
+        5,
+        check_object=True,
+    ),
+    _rule(
+        "placed",
+        rf"^{_I}\s+{_ADV}(?:(?:put|hid|stashed|stored|keep)\s+(?:the|my|our)|left\s+(?:my|our))"
+        rf"\s+(?P<obj>[\w'-]+(?:\s+[\w'-]+){{0,2}}?\s+{_PLACE}\s+.+)$",
+        _CTX,
+        5,
         check_object=True,
     ),
     _rule("age", rf"^{_IAM}\s+(?P<obj>\d{{1,3}})(?:\s+years?\s+old)?$", _FACT, 5),

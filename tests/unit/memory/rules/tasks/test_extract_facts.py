@@ -109,6 +109,27 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
             5,
         ),
         ("I'm having a picnic tomorrow", "Alice is having a picnic on March 4", CTX, 5),
+        # Where a thing was put: asked about a day later.
+        (
+            "I parked the car on level 3 of the station garage",
+            "Alice parked the car on level 3 of the station garage",
+            CTX,
+            5,
+        ),
+        ("I parked on level 2", "Alice parked on level 2", CTX, 5),
+        (
+            "I put the spare key under the blue pot",
+            "Alice put the spare key under the blue pot",
+            CTX,
+            5,
+        ),
+        (
+            "I keep my passport in the desk drawer",
+            "Alice keeps Alice's passport in the desk drawer",
+            CTX,
+            5,
+        ),
+        ("I left my umbrella at the office", "Alice left Alice's umbrella at the office", CTX, 5),
         ("Bob and I love sushi", "Bob and Alice love sushi", F, 6),
         # An aside after the fact is no part of it.
         (
@@ -362,6 +383,10 @@ async def test_only_user_lines_count() -> None:
         "I'm having a bad day",
         "I'm having a bad day tomorrow",
         "we're having a great time",
+        "I left the party at 10",  # leaving a place is not putting a thing there
+        "I put the kids to bed",
+        "I parked",
+        "I put my foot down",
         "I'm having a party",  # no day: a plan says when
         "I think I like tea",
         "If I were rich I'd love a boat",
