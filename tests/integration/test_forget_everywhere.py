@@ -15,7 +15,9 @@ from runtime.settings import Settings
 from tests.helpers.replay import dumps, replay_lines, replies, say
 from tests.integration.test_operations import ALICE, BOB, CIRCLE, NOW, World
 
-PEGS = "I stashed the spare tent pegs behind the water heater in the basement"
+#: Said of the pegs, not of Dana: offline formation learns where someone put a thing ("I
+#: stashed the pegs …" is a fact), and this scenario needs a mention that is no fact.
+PEGS = "the spare tent pegs are behind the water heater in the basement"
 
 
 def _texts(dump: dict[str, Any], kind: str) -> list[str]:
