@@ -50,11 +50,6 @@ TOUCH_FIELDS: Document = {
 }
 
 
-def _now(collection: str) -> int:
-    """A memo generation for a value read before this moment and still true at it."""
-    return turn_memo.generation(collection)
-
-
 def thread_from_doc(doc: Document) -> Thread:
     return Thread(
         id=str(doc["_id"]),
@@ -322,9 +317,11 @@ class MongoDirectory:
             redelivered=message_id is not None
             and message_id in ((doc or {}).get("recent_ids") or ()),
         )
-        window = history_from(doc, added) if doc is not None else None
-        if memo is not None and doc is not None:  # for a memory read sent before the write
-            memo.put(THREADS, history_window_key(thread_id), window, seen=_now(THREADS))
+        # In a reply turn: the history's window, for a memory read sent before the write.
+        window = history_from(doc, added) if memo is not None and doc is not None else None
+        if memo is not None and doc is not None:
+            seen = turn_memo.generation(THREADS)
+            memo.put(THREADS, history_window_key(thread_id), window, seen=seen)
 
         async def write(alongside: Callable[[SessionTick], Awaitable[None]] | None) -> None:
             writes: list[Awaitable[object]] = [self._threads.update_one({"_id": thread_id}, update)]
@@ -338,7 +335,7 @@ class MongoDirectory:
                     int(doc.get("pending_messages", 0)) + 1,
                     int(doc.get("pending_tokens", 0)) + tokens,
                 )
-                seen = _now(THREADS)  # the write dropped the turn's thread reads: again
+                seen = turn_memo.generation(THREADS)  # the write dropped them: again
                 memo.put(THREADS, ("pending", thread_id), counts, seen=seen)
                 memo.put(THREADS, history_window_key(thread_id), window, seen=seen)
 

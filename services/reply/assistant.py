@@ -173,8 +173,12 @@ class Assistant:
         # A message the model will answer is journaled while the model answers (sent
         # by Conversation.answer, after the turn's reads; awaited below, before its
         # turn is finished). Any other is journaled first, as its handling may write.
-        later = answering and not inc.replayed and not tick.redelivered
-        later = later and viewer.user_id not in tick.erase_pending_for
+        later = (
+            answering
+            and not inc.replayed
+            and not tick.redelivered
+            and viewer.user_id not in tick.erase_pending_for
+        )
         new = later or await entry.written()
         if not new and (not inc.replayed or inc.answered):
             # Redelivered: journaled and answered before. Replayed after a restart lost

@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo import monitoring
 
 from memory.clock import ManualClock
 from memory.constants import MESSAGES, THREADS
@@ -28,41 +27,11 @@ from runtime.container import build_assistant
 from runtime.settings import Settings
 from services.reply.assistant import LLM_DOWN
 from tests.helpers.services import migrated_services
-from tests.integration.test_lean_reply import HOME
+from tests.integration.test_lean_reply import COMMANDS, HOME
 from tests.integration.test_lean_reply import group as said
 
 NOW = datetime(2026, 5, 4, 8, tzinfo=UTC)
 TESS, OMAR = 8301, 8302
-
-
-class Log(monitoring.CommandListener):
-    """The commands started and ended while ``on``, in order, with their bodies."""
-
-    def __init__(self) -> None:
-        self.on = False
-        self.events: list[tuple[str, str, dict[str, Any]]] = []
-        self._names: dict[int, tuple[str, dict[str, Any]]] = {}
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if self.on:
-            name = f"{event.command_name} {event.command.get(event.command_name)}"
-            self._names[event.request_id] = (name, dict(event.command))
-            self.events.append(("start", name, dict(event.command)))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        found = self._names.pop(event.request_id, None)
-        if self.on and found is not None:
-            self.events.append(("end", found[0], found[1]))
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        """Only what succeeded is ordered."""
-
-    def index(self, kind: str, name: str) -> int:
-        return next(i for i, (k, n, _) in enumerate(self.events) if k == kind and n == name)
-
-
-LOG = Log()
-monitoring.register(LOG)  # reaches the clients made after it: every test's
 
 
 class CountingModel:
@@ -112,28 +81,25 @@ async def test_the_writes_go_after_the_reads_and_the_turn_waits_for_them(s: Serv
         clock.advance(timedelta(seconds=20))
     await assistant.handle(said(OMAR, "Omar", "@alfred what's new?", 16))  # warm: the index
     clock.advance(timedelta(seconds=20))
-    LOG.events.clear()
-    LOG.on = True
+    COMMANDS.order.clear()
+    COMMANDS.bodies.clear()
+    COMMANDS.on = True
     try:
         turn = await assistant.handle(said(OMAR, "Omar", "@alfred which part does it need?", 17))
     finally:
-        LOG.on = False
+        COMMANDS.on = False
     assert turn.replies, "the message was answered"
-    insert = LOG.index("start", f"insert {MESSAGES}")
-    update = LOG.index("start", f"update {THREADS}")
-    reads = [
-        i
-        for i, (kind, name, _) in enumerate(LOG.events)
-        if kind == "end" and name == f"aggregate {MESSAGES}"
-    ]
-    assert reads, LOG.events
+    order = COMMANDS.order
+    writes = [order.index(f"start insert {MESSAGES}"), order.index(f"start update {THREADS}")]
+    reads = [i for i, step in enumerate(order) if step == f"end aggregate {MESSAGES}"]
+    assert reads, order
     # The turn's memory reads ended before either write started: they waited on no write.
-    assert max(reads) < min(insert, update), [(k, n) for k, n, _ in LOG.events]
+    assert max(reads) < min(writes), order
     # The history read is as bounded as when the writes went first.
     history = next(
         body
-        for kind, name, body in LOG.events
-        if kind == "start" and name == f"aggregate {MESSAGES}" and "$facet" in str(body)
+        for body in COMMANDS.bodies
+        if body.get("aggregate") == MESSAGES and "$facet" in str(body)
     )
     assert "created_at" in history["pipeline"][0]["$match"], history["pipeline"][0]
     # When handle returns, the message is journaled, in the session the thread holds.

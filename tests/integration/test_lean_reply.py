@@ -48,6 +48,8 @@ class Commands(monitoring.CommandListener):
         self.seen: Counter[str] = Counter()
         #: "start …" and "end …" of each command, in the order the client saw them.
         self.order: list[str] = []
+        #: The commands started, whole, in that order.
+        self.bodies: list[dict[str, Any]] = []
         self._names: dict[int, str] = {}
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
@@ -55,6 +57,7 @@ class Commands(monitoring.CommandListener):
             name = f"{event.command_name} {event.command.get(event.command_name)}"
             self.seen[name] += 1
             self.order.append(f"start {name}")
+            self.bodies.append(dict(event.command))
             self._names[event.request_id] = name
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
