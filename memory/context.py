@@ -36,6 +36,14 @@ def owner_note(fact_owner: str | None, viewer: Viewer, name_of: Callable[[str], 
     return f" (from {name_of(fact_owner)})"
 
 
+def said_by(author: str | None, viewer: Viewer, name_of: Callable[[str], str]) -> str:
+    """Who said a quoted line, as the viewer reads it: "You", a member's name, or
+    "Someone here" for a line of no one member."""
+    if author is None:
+        return "Someone here"
+    return "You" if author == viewer.user_id else name_of(author)
+
+
 def fact_block(
     facts: Sequence[ScoredFact],
     viewer: Viewer,
@@ -54,6 +62,9 @@ def fact_block(
             continue
         lines.append(f"**{title}:**")
         for item in group:
-            note = owner_note(item.fact.partition.owner_user_id, viewer, name_of)
-            lines.append(f"- {item.fact.content}{note}")
+            owner = item.fact.partition.owner_user_id
+            if item.fact.said:
+                lines.append(f'- {said_by(owner, viewer, name_of)} said: "{item.fact.content}"')
+                continue
+            lines.append(f"- {item.fact.content}{owner_note(owner, viewer, name_of)}")
     return "\n".join(lines)

@@ -54,10 +54,12 @@ names of close people; 3-5 everything else worth keeping; do not return trivia.
 "our"); otherwise "speaker". speaker_id is the id of the person who said it.
 - Lines weigh differently: trust user lines (weight 1.0) most; tool output (0.5) and \
 the assistant's own words (0.2) only when a user confirms them.
-- A day said relative to its line ("today", "tomorrow", "on Friday", "this Friday") is \
-written as the date it means, counted from when that line was said (each line shows its \
-time): "Bob's dentist appointment is on Friday, March 6". Habits ("on Fridays") stay as \
-said.
+- A day said relative to its line ("today", "tomorrow", "on Friday", "this Friday", "next \
+week", "next month") is written as the date it means, counted from when that line was said \
+(each line shows its time): "Bob's dentist appointment is on Friday, March 6", "Alice's \
+mom is visiting the week of March 9". "Next Friday", which people read two ways, stays as \
+said with the day of its line: "Bob flies to Rome next Friday (said on Monday, March 2)". \
+Habits ("on Fridays") stay as said.
 - Skip greetings, small talk, questions, hypotheticals and anything already resolved.
 - When someone changes what they said earlier ("I work at the cinema" … "I mean the \
 museum"), extract both statements, each with its own source_message_ids: the later \

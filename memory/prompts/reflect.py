@@ -48,9 +48,10 @@ answers", "Bob prefers Spanish"); set about_user_id.
 questions and next steps.
 Each reflection is at most 35 words. Skip anything already in the current memory. In a \
 DM thread never write circle reflections. A note is read for days and weeks: a day said \
-relative to its line ("tomorrow", "on Friday") is written as the date it means, counted \
-from when that line was said (each line shows its time). Return {"reflections": []} \
-when nothing new.
+relative to its line ("tomorrow", "on Friday", "next week") is written as the date it \
+means, counted from when that line was said (each line shows its time); "next Friday" \
+keeps its words and the day of its line ("next Friday (said on Monday, March 2)"). \
+Return {"reflections": []} when nothing new.
 Answer with JSON only: {"reflections": [{"scope", "content", "about_user_id"}]}."""
 
 

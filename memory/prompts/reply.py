@@ -30,6 +30,10 @@ class CitedMemory(BaseModel):
     owner_id: str | None = Field(
         default=None, description="whose it is: a member's id, None for the circle's"
     )
+    said: bool = Field(
+        default=False,
+        description="a message not formed yet, in its author's words (quoted when cited)",
+    )
 
 
 class ReplyContext(BaseModel):

@@ -1,8 +1,11 @@
-"""Dates in statements: is there one, and "tomorrow" or "on Friday" made absolute.
+"""Dates in statements: is there one, and "tomorrow" or "next week" made absolute.
 
 An important date is only worth remembering with the date itself ("my birthday is March
 3"); "my birthday is coming up" is not a fact. Relative words are resolved against the
-conversation's ``now`` so that "my birthday is tomorrow" stays true next year.
+conversation's ``now`` so that "my birthday is tomorrow" stays true next year, and "my mom
+is visiting next week" does not move a week on every week it is remembered. What people
+read two ways ("next Friday", "next weekend") keeps its words and gains the day it was
+said, so that whoever reads it later can count from there.
 """
 
 from __future__ import annotations
@@ -51,25 +54,115 @@ _COMING_WEEKDAY = re.compile(
 )
 
 
+#: "this week", "next month", "last year": a span counted from the day it was said. Not
+#: "next week's" (a possessive keeps its words: "the week of May 4's" reads badly).
+_SPAN = re.compile(
+    r"\b(?P<lead>this|next|last)\s+(?P<span>week|month|year)\b(?!'s\b)", re.IGNORECASE
+)
+#: "this weekend": the one under way, or the coming one.
+_THIS_WEEKEND = re.compile(r"\bthis\s+weekend\b(?!'s\b)", re.IGNORECASE)
+#: "tonight": the evening of the day it was said.
+_TONIGHT = re.compile(r"\btonight\b(?!'s\b)", re.IGNORECASE)
+#: "last Friday": the latest one before the day it was said.
+_LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORECASE)
+#: "next Friday", "next weekend": the coming one to some, the one after to others. Kept
+#: as said, with the day it was said at the end of the line.
+_NEXT_AMBIGUOUS = re.compile(rf"\bnext\s+(?:{WEEKDAY}|weekend)\b(?!'?s\b)", re.IGNORECASE)
+_SAID_ON: Final = "(said on "
+#: Ends a line, and stays after the day it was said.
+_CLOSING: Final = ".!?;: \n\t"
+_NUMBER_WORDS: Final = "one two three four five six seven eight nine ten eleven twelve"
+_NUMBERS: Final = {word: n for n, word in enumerate(_NUMBER_WORDS.split(), start=1)}
+#: "in 3 days", "in two weeks", "in six months", "in a year"; not "in a day or two" or
+#: "in a month of Sundays", which name no day.
+_IN_SPAN = re.compile(
+    rf"\bin\s+(?P<count>\d{{1,2}}|a|an|{'|'.join(_NUMBERS)})\s+"
+    r"(?P<span>day|week|month|year)s?\b(?!'s\b)(?!\s+(?:or|of)\b)",
+    re.IGNORECASE,
+)
+
+
 def has_date(text: str) -> bool:
     """Whether ``text`` names a calendar day ("March 3", "12 June 2015", "2025-06-12")."""
     return DATE.search(text) is not None
 
 
 def resolve_relative_dates(text: str, now: datetime) -> str:
-    """``text`` with today/tomorrow/yesterday, and "on/this <weekday>", replaced by the day
-    they mean ("on March 4", "on Friday, March 6")."""
+    """``text`` with its days and spans counted from ``now`` replaced by what they mean
+    ("tomorrow" → "on March 4", "on Friday" → "on Friday, March 6", "next week" → "the
+    week of March 9", "next month" → "in April 2026", "in 3 days" → "on March 6"), and
+    a line with "next Friday" given the day it was said ("the dentist next Friday (said on
+    Monday, March 2)")."""
 
     def absolute(match: re.Match[str]) -> str:
-        day = now + timedelta(days=_OFFSETS[match.group("word").lower()])
-        return f"on {MONTHS[day.month - 1]} {day.day}"
+        return f"on {_day(now + timedelta(days=_OFFSETS[match.group('word').lower()]))}"
 
     def coming(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
         ahead = (wanted - now.weekday()) % 7
         if ahead == 0 and match.group("lead").lower() == "on":
             ahead = 7  # "on Friday", said on a Friday, is the next one
-        day = now + timedelta(days=ahead)
-        return f"on {WEEKDAYS[wanted].capitalize()}, {MONTHS[day.month - 1]} {day.day}"
+        return f"on {_weekday_and_day(now + timedelta(days=ahead))}"
 
-    return _COMING_WEEKDAY.sub(coming, _RELATIVE.sub(absolute, text))
+    def past(match: re.Match[str]) -> str:
+        wanted = WEEKDAYS.index(match.group("day").lower())
+        back = (now.weekday() - wanted) % 7 or 7
+        return f"on {_weekday_and_day(now - timedelta(days=back))}"
+
+    def span(match: re.Match[str]) -> str:
+        step = {"this": 0, "next": 1, "last": -1}[match.group("lead").lower()]
+        unit = match.group("span").lower()
+        if unit == "week":
+            return f"the week of {_day(_monday(now) + timedelta(weeks=step))}"
+        if unit == "month":
+            return f"in {_month(now, step)}"
+        return f"in {now.year + step}"
+
+    def weekend(_: re.Match[str]) -> str:
+        saturday = now + timedelta(days=(5 - now.weekday()) % 7)
+        if now.weekday() == 6:  # said on the Sunday: the weekend under way
+            saturday = now - timedelta(days=1)
+        return f"the weekend of {_day(saturday)}"
+
+    def later(match: re.Match[str]) -> str:
+        word = match.group("count").lower()
+        count = int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+        unit = match.group("span").lower()
+        if unit == "day":
+            return f"on {_day(now + timedelta(days=count))}"
+        if unit == "week":
+            return f"the week of {_day(_monday(now) + timedelta(weeks=count))}"
+        if unit == "month":
+            return f"around {_month(now, count)}"
+        return f"around {now.year + count}"
+
+    text = _RELATIVE.sub(absolute, text)
+    text = _COMING_WEEKDAY.sub(coming, text)
+    text = _LAST_WEEKDAY.sub(past, text)
+    text = _SPAN.sub(span, text)
+    text = _THIS_WEEKEND.sub(weekend, text)
+    text = _TONIGHT.sub(lambda _: f"on the evening of {_day(now)}", text)
+    text = _IN_SPAN.sub(later, text)
+    if not _NEXT_AMBIGUOUS.search(text) or _SAID_ON in text:
+        return text
+    # The day it was said goes at the end, where it reads as a note on the whole line.
+    body = text.rstrip(_CLOSING)
+    return f"{body} {_SAID_ON}{_weekday_and_day(now)}){text[len(body) :]}"
+
+
+def _day(day: datetime) -> str:
+    return f"{MONTHS[day.month - 1]} {day.day}"
+
+
+def _weekday_and_day(day: datetime) -> str:
+    return f"{WEEKDAYS[day.weekday()].capitalize()}, {_day(day)}"
+
+
+def _monday(day: datetime) -> datetime:
+    return day - timedelta(days=day.weekday())
+
+
+def _month(now: datetime, ahead: int) -> str:
+    """The month ``ahead`` months after ``now``'s, with its year ("April 2026")."""
+    index = now.year * 12 + now.month - 1 + ahead
+    return f"{MONTHS[index % 12]} {index // 12}"

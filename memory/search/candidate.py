@@ -23,6 +23,10 @@ class Candidate:
     access_count: int
     #: Pinned memories do not fade: their recency stays at its maximum.
     pinned: bool = False
+    #: The words of a message formation has not reached yet (the recent leg), as its
+    #: author wrote them: shown as a quote of that person, never as a fact in its own
+    #: voice ("I parked on level 3" is Bob's "I", not the reader's or Alfred's).
+    said: bool = False
     #: The keyword terms of ``content`` (:func:`memory.search.text.tokenize`) when the
     #: backend already holds them (the BM25 index does), so scoring need not tokenize
     #: again; ``None`` means "tokenize the content". Not part of equality.

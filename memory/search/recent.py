@@ -140,6 +140,7 @@ class RecentLeg:
                 partition=message.partition,
                 reinforced_at=message.created_at,
                 access_count=0,
+                said=True,
             )
             found.append((candidate, self._score(relevance, message.created_at, now), relevance))
         return sorted(found, key=lambda hit: (-hit[1], hit[0].id))

@@ -120,6 +120,7 @@ class Conversation:
                 .removesuffix(")")
                 or None,
                 owner_id=f.fact.partition.owner_user_id,
+                said=f.fact.said,
             )
             for f in facts
         ]

@@ -15,6 +15,9 @@ member ("any ideas for dinner with Bob tonight?"), or a plan made together ("wha
 we do this weekend?"), is answered with what those members shared there, each said to be
 theirs ("From what Bob has shared here: …"). Only memories retrieval found, above its
 relevance floor, are offered, and retrieval shows a group only what is visible in it.
+
+A line formation has not reached yet is cited in its author's words, in quotes ('Bob
+said: "I parked on level 3"'): its "I" is Bob's, not Alfred's or the reader's.
 """
 
 from __future__ import annotations
@@ -121,13 +124,21 @@ def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
 def _cite(ctx: ReplyContext) -> str:
     lines = []
     for memory in _on_topic(ctx)[:MAX_CITED]:
+        if memory.said:  # a line in its author's words: whose "I" it is comes first
+            author = memory.from_name or (
+                "You" if memory.owner_id == ctx.speaker_id else "Someone here"
+            )
+            lines.append(f"- {author} said: {_sentence(memory)}")
+            continue
         source = f" ({memory.from_name} told me)" if memory.from_name else ""
         lines.append(f"- {memory.content}{source}")
     return "\n".join(lines)
 
 
 def _sentence(memory: CitedMemory) -> str:
-    return memory.content.strip().rstrip(".;")
+    """The memory as a clause to cite; a line in its author's words in quotes."""
+    text = memory.content.strip().rstrip(".;")
+    return f'"{text}"' if memory.said else text
 
 
 def _helpful(ctx: ReplyContext, memories: list[CitedMemory]) -> list[CitedMemory]:

@@ -30,7 +30,9 @@ def name_of(user_id: str) -> str:
     return NAMES[user_id]
 
 
-def scored(content: str, partition: Partition, category: Category = Category.FACT) -> ScoredFact:
+def scored(
+    content: str, partition: Partition, category: Category = Category.FACT, *, said: bool = False
+) -> ScoredFact:
     candidate = Candidate(
         id=content,
         content=content,
@@ -39,6 +41,7 @@ def scored(content: str, partition: Partition, category: Category = Category.FAC
         partition=partition,
         reinforced_at=NOW,
         access_count=0,
+        said=said,
     )
     return ScoredFact(fact=candidate, score=1.0, relevance=1.0)
 
@@ -65,6 +68,36 @@ def test_fact_block_groups_by_category_and_marks_other_members() -> None:
             "- The family dog is called Rex",
             "**Current context:**",
             "- Trip to Lisbon on Friday",
+        ]
+    )
+
+
+def test_a_line_not_formed_yet_is_quoted_as_its_author_s() -> None:
+    """A message formation has not reached is in its author's words: Bob's "I" is shown
+    as Bob's, the viewer's own as theirs, never as a fact in the prompt's own voice."""
+    facts = [
+        scored(
+            "I parked on level 3",
+            Partition.member("fam", "bob"),
+            Category.CONTEXT,
+            said=True,
+        ),
+        scored(
+            "My mom is visiting next week",
+            Partition.member("fam", "alice"),
+            Category.CONTEXT,
+            said=True,
+        ),
+        scored("Bob loves ramen", Partition.member("fam", "bob")),
+    ]
+    assert fact_block(facts, ALICE_GROUP, name_of) == "\n".join(
+        [
+            "## What you remember",
+            "**Facts:**",
+            "- Bob loves ramen (from Bob)",
+            "**Current context:**",
+            '- Bob said: "I parked on level 3"',
+            '- You said: "My mom is visiting next week"',
         ]
     )
 

@@ -46,6 +46,9 @@ def test_each_line_says_when_it_was_said_on_its_speakers_clock() -> None:
     rule = " ".join(system.split())
     assert "counted from when that line was said" in rule
     assert 'Habits ("on Fridays") stay as said' in rule
+    # a span is named by its days; what people read two ways keeps the day it was said
+    assert 'mom is visiting the week of March 9"' in rule
+    assert '"Bob flies to Rome next Friday (said on Monday, March 2)"' in rule
 
 
 def test_a_line_without_a_time_is_shown_as_before() -> None:
@@ -59,4 +62,6 @@ def test_the_notes_are_told_the_same_and_to_date_their_days() -> None:
     )
     system, user = (m.content for m in REFLECT.build(ctx))
     assert "(user, weight 1.0, said Tue 2026-01-06 02:00 NZDT) Nora:" in user
-    assert "counted from when that line was said" in " ".join(system.split())
+    rule = " ".join(system.split())
+    assert "counted from when that line was said" in rule
+    assert '"next Friday (said on Monday, March 2)"' in rule

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -37,12 +37,90 @@ def test_a_coming_day_is_named_with_its_date(said: str, kept: str) -> None:
         "swimming on Tuesdays",  # a habit, every week
         "pizza on Friday nights",
         "yoga on Sunday mornings",
-        "a barbecue next Sunday",  # read two ways: left as said
         "the party on Friday 9 January",  # already dated
         "the party on Friday, January 9",
         "Friday is my favourite day",
         "the party on Friday's menu",
     ],
 )
-def test_habits_dated_days_and_next_weekday_are_left_as_said(said: str) -> None:
+def test_habits_and_dated_days_are_left_as_said(said: str) -> None:
+    assert resolve_relative_dates(said, MONDAY) == said
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("my mom is visiting next week", "my mom is visiting the week of January 12"),
+        ("Next week we paint the hall", "the week of January 12 we paint the hall"),
+        ("I'm swamped this week", "I'm swamped the week of January 5"),
+        ("I started my new job last week", "I started my new job the week of December 29"),
+        ("we move to Lisbon next month", "we move to Lisbon in February 2026"),
+        ("I was in Rome last month", "I was in Rome in December 2025"),
+        ("we're getting married next year", "we're getting married in 2027"),
+        ("a hike this weekend", "a hike the weekend of January 10"),
+        ("we're cooking pasta tonight", "we're cooking pasta on the evening of January 5"),
+        ("I saw Hana last Friday", "I saw Hana on Friday, January 2"),
+        ("I saw Hana last Monday", "I saw Hana on Monday, December 29"),
+        ("the exam is in 3 days", "the exam is on January 8"),
+        ("we move in two weeks", "we move the week of January 19"),
+        ("the lease ends in six months", "the lease ends around July 2026"),
+        ("we'll be back in a year", "we'll be back around 2027"),
+    ],
+)
+def test_a_span_is_named_by_the_days_it_means(said: str, kept: str) -> None:
+    assert resolve_relative_dates(said, MONDAY) == kept
+
+
+def test_a_span_counted_across_a_year_end() -> None:
+    december = datetime(2026, 12, 30, 8, 0, tzinfo=UTC)  # a Wednesday
+    said = "the move is next month, the party next week, the trip next year"
+    assert resolve_relative_dates(said, december) == (
+        "the move is in January 2027, the party the week of January 4, the trip in 2027"
+    )
+
+
+def test_this_weekend_said_on_its_sunday_is_the_one_under_way() -> None:
+    sunday = datetime(2026, 1, 11, 10, 0, tzinfo=UTC)
+    assert resolve_relative_dates("a hike this weekend", sunday) == (
+        "a hike the weekend of January 10"
+    )
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("a barbecue next Sunday", "a barbecue next Sunday (said on Monday, January 5)"),
+        (
+            "my dentist appointment is next Friday",
+            "my dentist appointment is next Friday (said on Monday, January 5)",
+        ),
+        ("camping next weekend", "camping next weekend (said on Monday, January 5)"),
+        (
+            "the vet next Monday at 10, then lunch.",
+            "the vet next Monday at 10, then lunch (said on Monday, January 5).",
+        ),
+    ],
+)
+def test_what_people_read_two_ways_keeps_the_day_it_was_said(said: str, kept: str) -> None:
+    """ "next Friday" is the coming Friday to some and the one after to others: it keeps
+    its words, and whoever reads it a week later can still count from the day it was
+    said. Resolving it again adds nothing."""
+    assert resolve_relative_dates(said, MONDAY) == kept
+    assert resolve_relative_dates(kept, MONDAY + timedelta(days=9)) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "see you next time",
+        "the shed next to the garage",
+        "next week's menu",  # a possessive keeps its words
+        "back in a day or two",
+        "in a month of Sundays",
+        "in a year's time",
+        "our trip next December",
+        "the week after",
+    ],
+)
+def test_next_and_in_that_name_no_span_are_left_as_said(said: str) -> None:
     assert resolve_relative_dates(said, MONDAY) == said

@@ -67,7 +67,7 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
         ),
         (
             "Pepper's vet appointment is next Monday at 10",
-            "Pepper's vet appointment is next Monday at 10",
+            "Pepper's vet appointment is next Monday at 10 (said on Monday, January 5)",
             "context",
         ),
     ],

@@ -68,7 +68,8 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I have two kids", "Alice has two kids", REL, 6),
         ("I have a cat named Tom", "Alice has a cat named Tom", REL, 6),
         ("my brother works at Google", "Alice's brother works at Google", REL, 6),
-        ("My mom is visiting next week", "Alice's mom is visiting next week", CTX, 5),
+        # said on Monday, March 3: the week is named by its days, to stay true after it
+        ("My mom is visiting next week", "Alice's mom is visiting the week of March 10", CTX, 5),
         # A schedule says when: "on Tuesdays", "at 5pm" (not a mood, though "-ing")
         ("My mom is visiting on Sundays", "Alice's mom is visiting on Sundays", CTX, 5),
         ("my daughter starts school at 8am", "Alice's daughter starts school at 8am", CTX, 5),
@@ -94,7 +95,12 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I'm 34 years old", "Alice is 34 years old", F, 5),
         ("I speak French and German", "Alice speaks French and German", F, 5),
         ("I'm planning a surprise party", "Alice is planning a surprise party", CTX, 5),
-        ("I'm flying to Rome next Friday", "Alice is flying to Rome next Friday", CTX, 5),
+        (
+            "I'm flying to Rome next Friday",
+            "Alice is flying to Rome next Friday (said on Monday, March 3)",
+            CTX,
+            5,
+        ),
         (
             "I have a dentist appointment on Monday",  # said on Monday 3 March 2025
             "Alice has a dentist appointment on Monday, March 10",
@@ -306,7 +312,12 @@ async def test_large_groups_are_named_as_members() -> None:
         ("@alfred remember that I love tea", "Alice loves tea", F, 7),
         ("Remember: Bob hates cilantro", "Bob hates cilantro", F, 7),
         ("don't forget that my sister's name is Jane", "Alice's sister's name is Jane", REL, 7),
-        ("keep in mind the plumber comes next Tuesday", "The plumber comes next Tuesday", CTX, 7),
+        (
+            "keep in mind the plumber comes next Tuesday",
+            "The plumber comes next Tuesday (said on Monday, March 3)",
+            CTX,
+            7,
+        ),
         ("make a note that my wifi is slow", "Alice's wifi is slow", F, 7),
         ("note that my mom's birthday is May 5", "Alice's mom's birthday is May 5", F, 8),
         ("Actually, I'm not vegetarian anymore", "Alice is not vegetarian anymore", F, 7),

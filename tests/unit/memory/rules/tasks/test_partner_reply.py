@@ -12,12 +12,13 @@ from tests.unit.memory.rules.tasks.journal import ALICE, BOB, NOW
 CARA = Person(id="u-cara", name="Cara")
 
 
-def _memory(content: str, owner: Person | None) -> CitedMemory:
+def _memory(content: str, owner: Person | None, *, said: bool = False) -> CitedMemory:
     return CitedMemory(
         content=content,
         category=Category.FACT,
         from_name=owner.name if owner and owner != ALICE else None,
         owner_id=owner.id if owner else None,
+        said=said,
     )
 
 
@@ -87,3 +88,30 @@ def test_no_partner_context_in_a_dm() -> None:
         kind=ThreadKind.DM,
     )
     assert "has shared" not in reply
+
+
+def test_a_line_not_formed_yet_is_quoted_as_its_author_s() -> None:
+    """Before formation, what Bob said is offered in his own words, in quotes, so that
+    his "I" is read as his; the asker's own line is "you said", and a fact is cited as
+    before."""
+    parked = _memory("I parked the car on level 3.", BOB, said=True)
+    assert _reply("@alfred where did Bob park the car?", parked) == (
+        'From what Bob has shared here: "I parked the car on level 3".'
+    )
+    mine = _memory("My mom is visiting next week", ALICE, said=True)
+    circle = _memory("I moved the spare key under the pot", None, said=True)
+    fact = _memory("Alice's mom likes tulips", ALICE)
+    assert _reply("when is my mom visiting?", mine, fact) == "\n".join(
+        [
+            "From what I remember:",
+            '- You said: "My mom is visiting next week"',
+            "- Alice's mom likes tulips",
+        ]
+    )
+    assert _reply("where is the spare key?", circle) == "\n".join(
+        ["From what I remember:", '- Someone here said: "I moved the spare key under the pot"']
+    )
+    theirs = _reply(
+        "when is Bob's dentist?", _memory("I see the dentist on Friday", BOB, said=True)
+    )
+    assert theirs == 'From what Bob has shared here: "I see the dentist on Friday".'

@@ -1,0 +1,101 @@
+"""What was said about a span of time stays true after it, and a line not yet formed is
+quoted as its author's: replays across background formation and days, on the embedded
+defaults (offline model), with the privacy of a DM line tried in the same scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runtime.settings import Settings
+from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
+
+#: Said on Monday 5 January 2026 (the replay's clock), formed that night.
+SAID = [
+    {"circle": "home", "members": ["nora", "omar"]},
+    say("nora", "group:home", "My mom is visiting next week"),
+    say("omar", "group:home", "I have a dentist appointment next Friday"),
+    say("omar", "dm:omar", "I have an interview at the museum next month"),
+    {"clock": "+7h"},
+    {"jobs": "drain"},
+]
+
+
+def _texts(out: list[dict[str, Any]]) -> list[str]:
+    return [r["text"] for r in replies(out)]
+
+
+def _current(dump: dict[str, Any]) -> list[str]:
+    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
+
+
+async def test_next_week_is_still_that_week_nine_days_later(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "Next week", said on Monday 5 January, is the week of January 12 when it is asked
+    about nine days later (when "next week" would be the week of January 19); "next
+    Friday", which people read two ways, keeps its words and the day it was said; Omar's
+    DM stays in his DM."""
+    out = await replay_lines(
+        settings,
+        [
+            *SAID,
+            {"clock": "+9d"},
+            {"jobs": "drain"},
+            say("nora", "group:home", "@alfred when is my mom visiting?"),
+            say("nora", "group:home", "@alfred when is Omar's dentist appointment?"),
+            probe("omar", "dm:omar", "when is my museum interview?"),
+            probe("nora", "group:home", "when is Omar's museum interview?"),
+            probe("omar", "group:home", "when is my museum interview?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "w",
+    )
+    mom, dentist = _texts(out)[-2:]
+    assert "the week of January 12" in mom and "next week" not in mom, mom
+    assert "next Friday (said on Monday, January 5)" in dentist, dentist
+    assert sorted(_current(dumps(out)[-1])) == [
+        "Nora's mom is visiting the week of January 12",
+        "Omar has a dentist appointment next Friday (said on Monday, January 5)",
+        "Omar has an interview at the museum in February 2026",
+    ]
+    in_dm, in_group, omar_in_group = probes(out)
+    assert [m["content"] for m in in_dm["memories"]] == [
+        "Omar has an interview at the museum in February 2026"
+    ]
+    for leak in (in_group, omar_in_group):
+        assert "museum" not in leak["context"].lower(), leak
+        assert all("museum" not in m["content"].lower() for m in leak["memories"]), leak
+
+
+async def test_a_line_not_formed_yet_is_quoted_as_its_author_s(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Before formation, Omar's "I parked …" is answered to Nora as Omar's words in
+    quotes, not as a line in Alfred's own voice, and Nora's own line comes back as hers;
+    the same question about a DM line finds nothing in the group. After formation the
+    answers are the facts, in the third person."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("omar", "group:home", "I parked the car on level 3 of the station garage"),
+            say("omar", "dm:omar", "I left the spare key with Mrs Patel next door"),
+            say("nora", "group:home", "My sister is visiting next week"),
+            say("nora", "group:home", "@alfred where did Omar park?"),
+            say("nora", "group:home", "@alfred when is my sister visiting?"),
+            say("nora", "group:home", "@alfred where is Omar's spare key?"),
+            {"clock": "+7h"},
+            {"jobs": "drain"},
+            say("nora", "group:home", "@alfred where did Omar park?"),
+        ],
+        tmp_path / "q",
+    )
+    parked, sister, key, formed = _texts(out)[-4:]
+    assert parked == (
+        'From what Omar has shared here: "I parked the car on level 3 of the station garage".'
+    ), parked
+    assert sister == 'From what I remember:\n- You said: "My sister is visiting next week"'
+    assert "Patel" not in key and "spare key" not in key.lower(), key
+    assert "Omar parked the car on level 3 of the station garage" in formed, formed
+    assert '"' not in formed, formed
