@@ -74,10 +74,10 @@ _CLOSING: Final = ".!?;: \n\t"
 _NUMBER_WORDS: Final = "one two three four five six seven eight nine ten eleven twelve"
 _NUMBERS: Final = {word: n for n, word in enumerate(_NUMBER_WORDS.split(), start=1)}
 #: "in 3 days", "in two weeks", "in six months", "in a year"; not "in a day or two" or
-#: "in a month of Sundays", which name no day.
+#: "in a month of Sundays", which name no day, nor "in two days' time" (left as said).
 _IN_SPAN = re.compile(
     rf"\bin\s+(?P<count>\d{{1,2}}|a|an|{'|'.join(_NUMBERS)})\s+"
-    r"(?P<span>day|week|month|year)s?\b(?!'s\b)(?!\s+(?:or|of)\b)",
+    r"(?P<span>day|week|month|year)s?\b(?!')(?!\s+(?:or|of)\b)",
     re.IGNORECASE,
 )
 

@@ -52,9 +52,10 @@ def ranking(result: RetrievalResult) -> list[tuple[str, float, float]]:
 
 
 async def guessed(r: Retriever, v: Any, query: str) -> None:
-    """Make the guess and let it finish, as it does while a turn's reads are in flight."""
+    """Make the guess and let it finish, as it does while a turn's reads are in flight
+    (waited for, not slept on: a loaded machine may take longer than any fixed pause)."""
     r.foresee(v, query)
-    await asyncio.sleep(0.05)
+    await asyncio.gather(*(g.task for g in r._guesses.values()), return_exceptions=True)
 
 
 async def test_a_guess_on_the_unchanged_index_is_the_search_ranked_once(world: World) -> None:

@@ -118,6 +118,7 @@ def test_what_people_read_two_ways_keeps_the_day_it_was_said(said: str, kept: st
         "back in a day or two",
         "in a month of Sundays",
         "in a year's time",
+        "back in two days' time",
         "our trip next December",
         "the week after",
     ],
