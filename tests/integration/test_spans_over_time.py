@@ -99,3 +99,38 @@ async def test_a_line_not_formed_yet_is_quoted_as_its_author_s(
     assert "Patel" not in key and "spare key" not in key.lower(), key
     assert "Omar parked the car on level 3 of the station garage" in formed, formed
     assert '"' not in formed, formed
+
+
+async def test_a_plan_kept_as_a_note_is_answered_days_later_where_it_was_said(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Offline, "we're going to Lisbon in two weeks" becomes the group's note, dated; ten
+    days later a question about it in the group is answered from that note, not with "I
+    don't know". Omar's plan said in his DM is answered in no group."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("omar", "group:home", "we're going to Lisbon in two weeks"),
+            say("omar", "dm:omar", "I'm flying to Porto in two weeks for a secret job interview"),
+            {"clock": "+7h"},
+            {"jobs": "drain"},
+            {"clock": "+10d"},
+            {"jobs": "drain"},
+            say("nora", "group:home", "@alfred when are we going to Lisbon?"),
+            say("nora", "group:home", "@alfred when is Omar flying to Porto?"),
+            say("omar", "group:home", "@alfred when am I flying to Porto?"),
+            probe("omar", "dm:omar", "when am I flying to Porto?"),
+        ],
+        tmp_path / "n",
+    )
+    # Kept, in Omar's DM, so the group's answers below had something to leak.
+    (own,) = probes(out)
+    assert "Porto the week of January 19" in own["context"], own
+    lisbon, porto, own_porto = _texts(out)[-3:]
+    assert lisbon == (
+        "From what I keep in mind here:\n"
+        "- Nora and Omar are going to Lisbon the week of January 19."
+    ), lisbon
+    for leak in (porto, own_porto):
+        assert "Porto" not in leak and "interview" not in leak, leak

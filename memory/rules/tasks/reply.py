@@ -16,7 +16,10 @@ we do this weekend?"), is answered with what those members shared there, each sa
 theirs ("From what Bob has shared here: …"). Only memories retrieval found, above its
 relevance floor, are offered, and retrieval shows a group only what is visible in it.
 
-A line formation has not reached yet is cited in its author's words, in quotes ('Bob
+A question no memory answers by a keyword is answered from the notes kept in mind in
+that chat when one shares a keyword with it (the always-in-context block, built through
+the privacy filter for this viewer). A line formation has not reached yet is cited in
+its author's words, in quotes ('Bob
 said: "I parked on level 3"'): its "I" is Bob's, not Alfred's or the reader's.
 """
 
@@ -109,6 +112,33 @@ def _is_question(text: str) -> bool:
     return _QUESTION.search(text) is not None or _ASKING.search(text) is not None
 
 
+#: How a note of another member starts in the always-in-context block ("[Bob] ").
+_NOTE_OWNER = re.compile(r"^\[[^\]]+\]\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _noted(ctx: ReplyContext) -> list[str]:
+    """The sentences of the notes kept in mind in this chat (``ctx.always``, built for
+    this viewer through the privacy filter) that share a keyword with the question,
+    names aside, those sharing most first: a plan said in passing ("we're going to
+    Lisbon in two weeks") is often kept as a note rather than a fact, and a question
+    about it is answered from there rather than with "I don't know"."""
+    names = {t for p in ctx.people for t in tokenize(p.name)}
+    asked = set(tokenize(ctx.text)) - _ADDRESSING - names
+    if not asked or not ctx.always:
+        return []
+    shared: dict[str, int] = {}
+    for line in ctx.always.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "**")):
+            continue
+        for sentence in _SENTENCE_END.split(_NOTE_OWNER.sub("", line.removeprefix("- "))):
+            overlap = len(asked & (set(tokenize(sentence)) - names))
+            if overlap and sentence.strip():
+                shared.setdefault(sentence.strip(), overlap)
+    return sorted(shared, key=lambda sentence: -shared[sentence])[:MAX_CITED]
+
+
 def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
     """The memories sharing a keyword with the question, when any do; otherwise all
     that retrieval found (a match by meaning alone is still a match). Without a model
@@ -119,6 +149,13 @@ def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
         return list(ctx.memories)
     matching = [m for m in ctx.memories if asked & set(tokenize(m.content))]
     return matching or list(ctx.memories)
+
+
+def _shares_a_keyword(ctx: ReplyContext) -> bool:
+    """Whether some memory shares a keyword with the question (else retrieval matched
+    by meaning alone, and a note that shares one says more)."""
+    asked = set(tokenize(ctx.text)) - _ADDRESSING
+    return any(asked & set(tokenize(m.content)) for m in ctx.memories)
 
 
 def _cite(ctx: ReplyContext) -> str:
@@ -225,8 +262,11 @@ def compose_for(ctx: ReplyContext) -> str:
                 update={"memories": [m for m in ctx.memories if m.owner_id not in ids]}
             )
     if _is_question(text):
-        if ctx.memories:
+        noted = _noted(ctx)
+        if ctx.memories and (not noted or _shares_a_keyword(ctx)):
             return "From what I remember:\n" + _cite(ctx)
+        if noted:
+            return "From what I keep in mind here:\n" + "\n".join(f"- {n}" for n in noted)
         return NO_MEMORY
     if _FORGET_REQUEST.match(text):
         return FORGET_HOW

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Category, ThreadKind
+from memory.prompts.common import Person
 from memory.prompts.reply import CitedMemory, ReplyContext, ReplyRequest
 from memory.rules.tasks.reply import (
     ACKNOWLEDGED,
     FORGET_HOW,
     GREETING,
+    NO_MEMORY,
     OFFLINE_STATEMENT,
     compose_for,
     reply,
@@ -116,3 +118,58 @@ def test_words_that_start_like_forget_are_statements(text: str) -> None:
 @pytest.mark.parametrize("text", ["hello @alfred", "@alfred", "Hi Alfred!", "@alfred good morning"])
 def test_a_greeting_or_a_bare_mention_gets_the_introduction(text: str) -> None:
     assert _reply_to(text) == GREETING
+
+
+# --- notes kept in mind ------------------------------------------------------------------
+
+NOTES = "\n".join(
+    [
+        "## What you keep in mind",
+        "**About this circle:**",
+        "- Alice and Bob are going to Lisbon the week of January 19.",
+        "- The family eats pizza on Fridays. The kids walk the dog after school.",
+        "**About people here:**",
+        "- [Bob] Bob prefers short answers.",
+    ]
+)
+
+
+def _asked_with_notes(text: str, *memories: str) -> str:
+    ctx = ReplyContext(
+        speaker_id=ALICE.id,
+        speaker_name=ALICE.name,
+        thread_kind=ThreadKind.GROUP,
+        people=[ALICE, Person(id="u-bob", name="Bob")],
+        text=text,
+        now=NOW,
+        always=NOTES,
+        memories=[CitedMemory(content=m, category=Category.FACT) for m in memories],
+        retrieved=True,
+    )
+    return compose_for(ctx)
+
+
+def test_a_question_a_note_answers_is_answered_from_the_note() -> None:
+    """A plan said in passing is often kept as a note, not a fact: offline, a question
+    about it cites the note's sentence (names aside, so "Alice and Bob" alone matches
+    nothing), not "I don't know"."""
+    assert _asked_with_notes("@alfred when are we going to Lisbon?") == (
+        "From what I keep in mind here:\n"
+        "- Alice and Bob are going to Lisbon the week of January 19."
+    )
+    assert _asked_with_notes("who walks the dog?") == (
+        "From what I keep in mind here:\n- The kids walk the dog after school."
+    )
+    assert _asked_with_notes("what does Bob prefer?") == (
+        "From what I keep in mind here:\n- Bob prefers short answers."
+    )
+    assert _asked_with_notes("what about Alice and Bob?") == NO_MEMORY
+    assert _asked_with_notes("where is the spare key?") == NO_MEMORY
+
+
+def test_a_memory_on_the_topic_comes_before_the_notes() -> None:
+    on_topic = _asked_with_notes("when do we fly to Lisbon?", "The Lisbon flight is at 7am")
+    assert on_topic == "From what I remember:\n- The Lisbon flight is at 7am"
+    # found by meaning alone, sharing no word with the question: the note says more
+    by_meaning = _asked_with_notes("when are we going to Lisbon?", "Bob booked a hotel")
+    assert by_meaning.startswith("From what I keep in mind here:\n- Alice and Bob are going")
