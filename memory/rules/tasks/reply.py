@@ -19,8 +19,8 @@ relevance floor, are offered, and retrieval shows a group only what is visible i
 A question no memory answers by a keyword is answered from the notes kept in mind in
 that chat when one shares a keyword with it (the always-in-context block, built through
 the privacy filter for this viewer). A line formation has not reached yet is cited in
-its author's words, in quotes ('Bob
-said: "I parked on level 3"'): its "I" is Bob's, not Alfred's or the reader's.
+its author's words, in quotes ('Bob said: "I parked on level 3"'): its "I" is Bob's, not
+Alfred's or the reader's.
 """
 
 from __future__ import annotations
