@@ -90,7 +90,7 @@ def has_date(text: str) -> bool:
 def resolve_relative_dates(text: str, now: datetime) -> str:
     """``text`` with its days and spans counted from ``now`` replaced by what they mean
     ("tomorrow" → "on March 4", "on Friday" → "on Friday, March 6", "next week" → "the
-    week of March 9", "next month" → "in April 2026", "in 3 days" → "on March 6"), and
+    week of March 9", "next month" → "in April 2026", "in 3 days" → "on March 5"), and
     a line with "next Friday" given the day it was said ("the dentist next Friday (said on
     Monday, March 2)")."""
 
