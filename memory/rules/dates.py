@@ -63,6 +63,15 @@ _SPAN = re.compile(
 _THIS_WEEKEND = re.compile(r"\bthis\s+weekend\b(?!'s\b)", re.IGNORECASE)
 #: "tonight": the evening of the day it was said.
 _TONIGHT = re.compile(r"\btonight\b(?!'s\b)", re.IGNORECASE)
+#: "coming Thursday", "arrives Friday": a coming day named bare after a verb of coming or
+#: going, read as "on Thursday" (not "Thursday is my favourite day").
+_BARE_WEEKDAY = re.compile(
+    r"\b(?P<verb>coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving|arrives"
+    r"|comes|visits|leaving|leaves|starting|starts)\s+"
+    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)"
+    rf"(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)",
+    re.IGNORECASE,
+)
 #: "last Friday": the latest one before the day it was said.
 _LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORECASE)
 #: "next Friday", "next weekend": the coming one to some, the one after to others. Kept
@@ -104,6 +113,11 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
             ahead = 7  # "on Friday", said on a Friday, is the next one
         return f"on {_weekday_and_day(now + timedelta(days=ahead))}"
 
+    def bare(match: re.Match[str]) -> str:
+        wanted = WEEKDAYS.index(match.group("day").lower())
+        ahead = (wanted - now.weekday()) % 7 or 7  # said on a Thursday: the next one
+        return f"{match.group('verb')} on {_weekday_and_day(now + timedelta(days=ahead))}"
+
     def past(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
         back = (now.weekday() - wanted) % 7 or 7
@@ -138,6 +152,7 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
 
     text = _RELATIVE.sub(absolute, text)
     text = _COMING_WEEKDAY.sub(coming, text)
+    text = _BARE_WEEKDAY.sub(bare, text)
     text = _LAST_WEEKDAY.sub(past, text)
     text = _SPAN.sub(span, text)
     text = _THIS_WEEKEND.sub(weekend, text)

@@ -18,6 +18,9 @@ recurring dates (rent, bills,  fact           7
 bin day, payday)
 budgets and regular spending   fact           6
 appointments with a time       context        6
+visits with a time ("the       context        6
+plumber is coming Thursday
+at 10")
 =============================  =============  ==========
 
 Secrets (passwords, door codes) are deliberately not here: the background never files
@@ -76,6 +79,17 @@ _APPOINTMENT = (
     r"|parent-teacher\s+(?:meeting|evening|conference)|parents'?\s+evening|interview|exam"
 )
 _ROLE, _CTX_, _FACT_ = Category.RELATIONSHIP, Category.CONTEXT, Category.FACT
+#: Coming to the household: "is coming (over)", "is stopping by", "arrives".
+_COMES = (
+    r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving"
+    r"|stopping\s+by|dropping\s+by|popping\s+(?:in|round|over|by))|comes|arrives|visits"
+)
+#: When, first thing after it: a day ("Thursday", "on Friday", "tomorrow", "next week")
+#: or an hour ("at 10").
+_WHEN_FIRST = (
+    rf"(?:(?:on|this|next)\s+)?(?:{WEEKDAY}|tomorrow|today|tonight|next\s+week|this\s+week"
+    r"(?:end)?|next\s+month|at\s+\d)"
+)
 
 HOUSEHOLD_RULES: Final = (
     make_rule(
@@ -144,6 +158,14 @@ HOUSEHOLD_RULES: Final = (
         _CTX_,
         6,
         needs_time=True,
+    ),
+    # "the plumber is coming Thursday at 10", "our cleaner comes on Friday": a visit the
+    # household plans for, said with when it is.
+    make_rule(
+        "visit",
+        rf"^(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})\s+(?:{_COMES})\s+(?P<obj>{_WHEN_FIRST}.*)$",
+        _CTX_,
+        6,
     ),
 )
 

@@ -38,6 +38,15 @@ _LEAD = re.compile(
 _CLAUSE_BREAK = re.compile(
     r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
 )
+#: The words a question opens with ("what …", "do you …", "anyone …").
+_QUESTION_WORDS = (
+    r"what|when|where|who|how|which|why|can|could|should|shall|would|will|do|does|did|is|are"
+    r"|am|was|were|have|has|any|anyone|anybody"
+)
+#: A clause that opens as a question.
+_ASKED = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
+#: A question after a statement, to the end: "…at 10, what should we prepare?".
+_ASKED_AFTER = re.compile(rf",\s*(?:{_QUESTION_WORDS})\b[^?]*\?[\s?!]*$", re.IGNORECASE)
 _SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
 _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
@@ -76,11 +85,23 @@ def clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for part in _split_clauses(sentence):
         part = _LEAD.sub("", part.strip())
-        part = _TAIL.sub("", part)
+        if _ASKED.match(part) and part.rstrip(" !").endswith("?"):
+            continue  # a question, whatever follows its comma ("is he coming, do you know?")
+        part = _TAIL.sub("", _ASKED_AFTER.sub("", part))
         part = strip_end(_strip_symbols(part))
         if part and len(part) <= _MAX_CLAUSE_CHARS:
             out.append(part)
     return out
+
+
+def only_asks(sentence: str) -> bool:
+    """Whether a sentence asks and states nothing: it ends with "?" and either opens as a
+    question or has no question after a statement of its own ("the plumber is coming at
+    10, what should we prepare?" states the visit; "Bob loves sushi?" asks)."""
+    text = sentence.strip()
+    if not text.rstrip(" !").endswith("?"):
+        return False
+    return _ASKED.match(_LEAD.sub("", text)) is not None or _ASKED_AFTER.search(text) is None
 
 
 def _split_clauses(sentence: str) -> list[str]:

@@ -134,3 +134,33 @@ async def test_a_plan_kept_as_a_note_is_answered_days_later_where_it_was_said(
     ), lisbon
     for leak in (porto, own_porto):
         assert "Porto" not in leak and "interview" not in leak, leak
+
+
+async def test_a_visit_said_with_a_question_is_kept_with_its_day_in_its_circle(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "The plumber is coming Thursday at 10, what should we prepare?" states a visit
+    before it asks: formation keeps the visit, dated (Thursday, January 8), and a week
+    later it answers in the group, and in no other circle."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            {"circle": "club", "members": ["omar", "pia"]},
+            say(
+                "nora",
+                "group:home",
+                "the plumber is coming Thursday at 10, what should we prepare?",
+            ),
+            {"clock": "+7h"},
+            {"jobs": "drain"},
+            {"clock": "+7d"},
+            {"jobs": "drain"},
+            say("omar", "group:home", "@alfred when is the plumber coming?"),
+            say("pia", "group:club", "@alfred when is the plumber coming?"),
+        ],
+        tmp_path / "p",
+    )
+    home, club = _texts(out)[-2:]
+    assert "The plumber is coming on Thursday, January 8 at 10" in home, home
+    assert "plumber" not in club.lower() and "January 8" not in club, club

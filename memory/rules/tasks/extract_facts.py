@@ -35,7 +35,7 @@ from memory.rules.language import (
     strip_end,
 )
 from memory.rules.person import Voice, uses_group
-from memory.rules.statements import classify, clauses, match_statement, render
+from memory.rules.statements import classify, clauses, match_statement, only_asks, render
 from memory.rules.text import clean_text, split_sentences
 
 #: Formation reads at most this much of one message: facts come early, and rules on a
@@ -100,7 +100,7 @@ def _line_facts(line: JournalLine, ctx: ExtractFactsContext) -> list[ExtractedFa
     for source in _explicit_statements(text):
         found.extend((source, item) for item in _explicit_facts(source, voice, said_at))
     for sentence in split_sentences(text):
-        if sentence.rstrip().endswith("?"):
+        if only_asks(sentence):
             continue
         for clause in clauses(sentence):
             statement = match_statement(clause, voice, said_at)

@@ -65,6 +65,13 @@ def test_habits_and_dated_days_are_left_as_said(said: str) -> None:
         ("we move in two weeks", "we move the week of January 19"),
         ("the lease ends in six months", "the lease ends around July 2026"),
         ("we'll be back in a year", "we'll be back around 2027"),
+        # a bare day after a verb of coming or going is the coming one
+        (
+            "the plumber is coming Thursday at 10",
+            "the plumber is coming on Thursday, January 8 at 10",
+        ),
+        ("school starts Monday", "school starts on Monday, January 12"),
+        ("Grandma arrives Saturday", "Grandma arrives on Saturday, January 10"),
     ],
 )
 def test_a_span_is_named_by_the_days_it_means(said: str, kept: str) -> None:
@@ -121,6 +128,9 @@ def test_what_people_read_two_ways_keeps_the_day_it_was_said(said: str, kept: st
         "back in two days' time",
         "our trip next December",
         "the week after",
+        "the cleaner comes Fridays",  # a habit
+        "the rent is due Friday",  # maybe every Friday: left to the recurring rule
+        "the train leaves Sunday morning",
     ],
 )
 def test_next_and_in_that_name_no_span_are_left_as_said(said: str) -> None:

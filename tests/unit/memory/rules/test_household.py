@@ -70,6 +70,28 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "Pepper's vet appointment is next Monday at 10 (said on Monday, January 5)",
             "context",
         ),
+        # a visit the household plans for, with its day: said on Monday 5 January
+        (
+            "the plumber is coming Thursday at 10",
+            "The plumber is coming on Thursday, January 8 at 10",
+            "context",
+        ),
+        (
+            "Our cleaner is coming over on Friday",
+            "Dana and Eli's cleaner is coming over on Friday, January 9",
+            "context",
+        ),
+        ("the electrician arrives at 9", "The electrician arrives at 9", "context"),
+        (
+            "the plumber is coming Thursday at 10, what should we prepare?",
+            "The plumber is coming on Thursday, January 8 at 10",
+            "context",
+        ),
+        (
+            "the babysitter is coming tomorrow at 6pm",
+            "The babysitter is coming on January 6 at 6pm",
+            "context",
+        ),
     ],
 )
 def test_household_basics(text: str, content: str, category: str) -> None:
@@ -95,6 +117,10 @@ def test_in_a_dm_the_household_is_the_speakers() -> None:
         "the wifi password is tulip42",
         "maybe our budget is 300 a month",
         "is the rent due on the 1st?",
+        # a visit without when, or a question about one, is no fact
+        "the plumber is coming",
+        "the plumber is coming eventually",
+        "is the plumber coming Thursday?",
     ],
 )
 def test_small_talk_and_secrets_are_not_facts(text: str) -> None:

@@ -146,6 +146,8 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ),
         ("I'm allergic to kiwi, by the way", "Alice is allergic to kiwi", F, 9),
         ("I'm allergic to nuts, in case you were wondering", "Alice is allergic to nuts", F, 9),
+        # A question after the statement is no part of it, and does not hide it.
+        ("I love spicy ramen, do you?", "Alice loves spicy ramen", F, 6),
     ],
 )
 async def test_first_person_statements(
@@ -404,6 +406,8 @@ async def test_only_user_lines_count() -> None:
         "Maybe I'm allergic to cats",
         "Is Bob allergic to nuts?",
         "Do you like jazz?",
+        "Is Bob allergic to nuts, do you know?",  # a question first, whatever follows
+        "do you like jazz, or what?",
         "I'm not allergic to anything",
         "I used to live in Paris",
         "my birthday is coming up",
