@@ -43,6 +43,16 @@ def replies(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o["reply"] for o in out if "reply" in o]
 
 
+def reply_texts(out: list[dict[str, Any]]) -> list[str]:
+    """The text of every reply, in order."""
+    return [r["text"] for r in replies(out)]
+
+
+def current_facts(dump: dict[str, Any]) -> list[str]:
+    """The contents of a dump's facts still current (not invalidated)."""
+    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
+
+
 def dumps(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o["dump"] for o in out if "dump" in o]
 

@@ -18,13 +18,9 @@ from memory.facts import FactWriter
 from memory.models import Category, Partition, Provenance
 from runtime.settings import Settings
 from tests.helpers.fakes import HashEmbedder
-from tests.helpers.replay import dumps, probe, probes, replay_lines, say
+from tests.helpers.replay import current_facts, dumps, probe, probes, replay_lines, say
 
 _PREFIXED = re.compile(r"^(?:Dana|Eli|Fern):")
-
-
-def _current(dump: dict[str, Any]) -> list[str]:
-    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
 
 
 async def test_explicit_memories_are_worded_as_sentences_without_a_name_prefix(
@@ -44,7 +40,7 @@ async def test_explicit_memories_are_worded_as_sentences_without_a_name_prefix(
         tmp_path / "a",
     )
     dump = dumps(out)[-1]
-    current = _current(dump)
+    current = current_facts(dump)
     assert not [c for c in current if _PREFIXED.match(c)], current
     assert "Dana hides Dana's diary behind the piano" in current, current
     assert "The fuse box is behind the coats" in current, current

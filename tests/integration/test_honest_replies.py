@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from runtime.settings import Settings
-from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
+from tests.helpers.replay import (
+    current_facts,
+    dumps,
+    probe,
+    probes,
+    replay_lines,
+    replies,
+    reply_texts,
+    say,
+)
 
 STORING_CLAIMS = ("noted", "keep it in mind", "i'll remember", "remembered", "saved")
 #: The background forms what was said, then a day passes and it runs again.
@@ -18,14 +27,6 @@ FORMATION_THEN_A_DAY: list[dict[str, Any]] = [
     {"clock": "+1d"},
     {"jobs": "drain"},
 ]
-
-
-def _texts(out: list[dict[str, Any]]) -> list[str]:
-    return [r["text"] for r in replies(out)]
-
-
-def _current(dump: dict[str, Any]) -> list[str]:
-    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
 
 
 async def test_acknowledgements_and_chatter_claim_nothing_was_stored(
@@ -45,7 +46,7 @@ async def test_acknowledgements_and_chatter_claim_nothing_was_stored(
         ],
         tmp_path / "a",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert len(texts) == 6, texts
     for text in texts:
         assert not any(claim in text.lower() for claim in STORING_CLAIMS), text
@@ -63,8 +64,8 @@ async def test_remember_still_says_it_stored(settings: Settings, tmp_path: Path)
         ],
         tmp_path / "b",
     )
-    assert "remember" in _texts(out)[0].lower()
-    assert any("boiler" in c for c in _current(dumps(out)[-1]))
+    assert "remember" in reply_texts(out)[0].lower()
+    assert any("boiler" in c for c in current_facts(dumps(out)[-1]))
 
 
 async def test_the_erase_prompt_takes_a_natural_yes_from_the_asker(
@@ -85,10 +86,10 @@ async def test_the_erase_prompt_takes_a_natural_yes_from_the_asker(
         ],
         tmp_path / "c",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert texts[3].startswith("Done — I've erased everything"), texts[3]
     assert texts[5].startswith("Done — I've erased everything"), texts[5]
-    assert _current(dumps(out)[-1]) == []
+    assert current_facts(dumps(out)[-1]) == []
 
 
 async def test_the_erase_prompt_is_not_settled_by_someone_else_or_a_late_yes(
@@ -116,7 +117,7 @@ async def test_the_erase_prompt_is_not_settled_by_someone_else_or_a_late_yes(
     assert late[0] == "nora" and "lapsed" in late[1] and "didn't erase" in late[1], late
     cancelled = texts[5]
     assert cancelled[0] == "nora" and "cancelled the erase" in cancelled[1], cancelled
-    assert any("tent" in c for c in _current(dumps(out)[-1]))
+    assert any("tent" in c for c in current_facts(dumps(out)[-1]))
 
 
 async def test_an_addressed_non_answer_cancels_the_erase_and_is_answered(
@@ -132,7 +133,7 @@ async def test_an_addressed_non_answer_cancels_the_erase_and_is_answered(
         ],
         tmp_path / "e",
     )
-    answer = _texts(out)[2]
+    answer = reply_texts(out)[2]
     assert answer.startswith("OK — I've cancelled the erase: nothing was deleted."), answer
     assert "2291" in answer
 
@@ -154,7 +155,7 @@ async def test_an_instruction_is_said_back_used_by_recall_and_withdrawn(
         ],
         tmp_path / "f",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert "I'll call you Captain" in texts[0], texts[0]
     assert "Captain" in texts[1], texts[1]
     assert "I won't mention your old job" in texts[2], texts[2]
@@ -162,7 +163,7 @@ async def test_an_instruction_is_said_back_used_by_recall_and_withdrawn(
     assert "won't call you Captain" in texts[4], texts[4]
     assert "Captain" not in texts[5] and "old job" in texts[5], texts[5]
     dump = dumps(out)[-1]
-    assert not [c for c in _current(dump) if "Captain" in c], _current(dump)
+    assert not [c for c in current_facts(dump) if "Captain" in c], current_facts(dump)
     notes = [r["content"] for r in dump["reflections"]]
     assert not [n for n in notes if "Captain" in n], notes
 
@@ -180,7 +181,7 @@ async def test_a_new_preferred_name_replaces_the_old_one(
         ],
         tmp_path / "g",
     )
-    current = _current(dumps(out)[-1])
+    current = current_facts(dumps(out)[-1])
     assert [c for c in current if "preferred name" in c] == ["Nora's preferred name is Nono"]
 
 
@@ -200,7 +201,7 @@ async def test_an_avoidance_can_be_withdrawn_and_another_forgotten(
         ],
         tmp_path / "h",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert "I won't use bullet points" in texts[0], texts[0]
     assert "nothing changes" in texts[2], texts[2]
     assert "dropped your instruction" in texts[3] and "bullet points" in texts[3], texts[3]
@@ -230,7 +231,7 @@ async def test_about_us_in_the_group_covers_members_and_never_a_dm(
         ],
         tmp_path / "i",
     )
-    group, dm = _texts(out)[-2:]
+    group, dm = reply_texts(out)[-2:]
     assert "ferns" in group and "bikes" in group and "recycle" in group, group
     assert "pottery" not in group and "wedding" not in group, group
     assert "pottery" not in dm and "wedding" not in dm and "bikes" not in dm, dm
@@ -247,7 +248,7 @@ async def test_about_me_says_when_there_is_more_than_it_lists(
     ]
     lines += [say("nora", "dm:nora", "what do you remember about me?")]
     out = await replay_lines(settings, lines, tmp_path / "j")
-    recall = _texts(out)[-1]
+    recall = reply_texts(out)[-1]
     assert "…and 3 more I haven't listed" in recall, recall
 
 
@@ -274,7 +275,7 @@ async def test_notes_are_recalled_and_a_learned_instruction_can_be_withdrawn(
         ],
         tmp_path / "k",
     )
-    about_me, about_us, withdrawn, after = _texts(out)[-4:]
+    about_me, about_us, withdrawn, after = reply_texts(out)[-4:]
     assert "brief" in about_me, about_me
     assert "Notes:" in about_us and "barbecue" in about_us, about_us
     assert "dropped your instruction" in withdrawn, withdrawn
@@ -301,12 +302,12 @@ async def test_forgetting_someones_thing_by_name_holds_across_formation_and_days
         ],
         tmp_path / "f",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert texts[2].startswith("Done"), texts[2]
     birthday, likes = texts[3:5]
     assert "March" not in birthday, birthday
     assert "green tea" in likes and "March" not in likes, likes
-    current = _current(dumps(out)[-1])
+    current = current_facts(dumps(out)[-1])
     assert not any("March" in c for c in current), current
     assert any("green tea" in c for c in current), current
     said = [m.get("text", "") for m in dumps(out)[-1].get("messages", [])]
@@ -341,7 +342,7 @@ async def test_a_bare_remember_that_keeps_what_was_said_before_it_and_nothing_el
         ],
         tmp_path / "r",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert texts[0].startswith("What should I remember?"), texts[0]
     assert texts[2].startswith("What should I remember?"), texts[2]
     assert "remember" in texts[4].lower(), texts[4]
@@ -380,11 +381,11 @@ async def test_a_bare_remember_that_after_an_answered_question_keeps_nothing_mor
         ],
         tmp_path / "r",
     )
-    asked, answered, bare = _texts(out)[:3]
+    asked, answered, bare = reply_texts(out)[:3]
     assert "whose do you mean" in asked, asked
     assert answered.startswith("Got it"), answered
     assert bare.startswith("What should I remember?"), bare
-    current = _current(dumps(out)[-1])
+    current = current_facts(dumps(out)[-1])
     # the answer completed the memory it was asked for, and is no memory of its own
     assert [c for c in current if "Olav" in c] == ["Omar's grandpa Olav collects stamps"], current
 
@@ -412,7 +413,7 @@ async def test_a_forget_it_could_not_read_says_how_and_is_never_recalled(
         ],
         tmp_path / "h",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert len(texts) == 6, texts
     assert '"forget about' in texts[1] and "can't chat" not in texts[1], texts[1]
     for answer in texts[2:4]:
@@ -420,7 +421,7 @@ async def test_a_forget_it_could_not_read_says_how_and_is_never_recalled(
     assert texts[4].startswith("Done"), texts[4]
     assert "peanuts" not in texts[5] and "forget" not in texts[5], texts[5]
     dump = dumps(out)[-1]
-    assert not any("Hana" in c for c in _current(dump)), _current(dump)
+    assert not any("Hana" in c for c in current_facts(dump)), current_facts(dump)
 
 
 async def test_forget_that_after_a_remember_forgets_what_it_stored(
@@ -452,7 +453,7 @@ async def test_forget_that_after_a_remember_forgets_what_it_stored(
         ],
         tmp_path / "r",
     )
-    texts = _texts(out)
+    texts = reply_texts(out)
     assert len(texts) == 12, texts
     assert texts[1].startswith("Done") and texts[4].startswith("Done"), texts
     assert texts[5].startswith("What should I forget?"), texts[5]
@@ -462,7 +463,7 @@ async def test_forget_that_after_a_remember_forgets_what_it_stored(
     assert "4412" not in gate and "March" not in boiler, (gate, boiler)
     assert "number 12" in locker, locker
     dump = dumps(out)[-1]
-    assert _current(dump) == ["Nora's locker is number 12"], _current(dump)
+    assert current_facts(dump) == ["Nora's locker is number 12"], current_facts(dump)
     said = [m.get("text", "") for m in dump["messages"]]
     assert "remember that my locker is number 12" in said, said
     assert not any("4412" in t or "boiler was" in t for t in said), said
@@ -529,7 +530,7 @@ async def test_a_coming_day_is_still_the_right_day_a_week_later(
         ],
         tmp_path / "w",
     )
-    assert "remember" in _texts(out)[0].lower()
+    assert "remember" in reply_texts(out)[0].lower()
     nora, omar = probes(out)
     assert [m["content"] for m in nora["memories"]] == [
         "Nora is planning a surprise party for Omar on Friday, January 9"
@@ -554,7 +555,7 @@ async def test_a_coming_day_is_counted_from_when_it_was_said_not_when_it_was_for
         ],
         tmp_path / "f",
     )
-    assert _current(dumps(out)[-1]) == ["Nora is hosting a dinner party on Friday, January 9"]
+    assert current_facts(dumps(out)[-1]) == ["Nora is hosting a dinner party on Friday, January 9"]
 
 
 async def test_a_day_said_relative_is_counted_on_the_speakers_clock(
@@ -591,7 +592,7 @@ async def test_a_day_said_relative_is_counted_on_the_speakers_clock(
     (kept,) = probes(out)
     assert "Nora and Omar are hosting a barbecue on January 7." in kept["context"]
     assert "tomorrow" not in kept["context"]
-    assert sorted(_current(dumps(out)[-1])) == [
+    assert sorted(current_facts(dumps(out)[-1])) == [
         "Nora and Omar are hosting a barbecue on January 7",
         "Nora has a dentist appointment on January 7",
         "Nora is hosting a dinner party on January 7",

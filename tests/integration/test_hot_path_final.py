@@ -4,15 +4,9 @@ has formed the same messages, and between two statements the later message wins.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from runtime.settings import Settings
-from tests.helpers.replay import dumps, replay_lines, replies, say
-
-
-def _current(dump: dict[str, Any]) -> list[str]:
-    """The current facts of a dump (each scenario has one person, in their DM)."""
-    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
+from tests.helpers.replay import current_facts, dumps, replay_lines, replies, say
 
 
 async def test_a_correction_is_not_undone_by_formation(settings: Settings, tmp_path: Path) -> None:
@@ -33,7 +27,7 @@ async def test_a_correction_is_not_undone_by_formation(settings: Settings, tmp_p
     )
     recall = replies(out)[-1]["text"]
     assert "night owl" not in recall.replace("not a night owl", ""), recall
-    current = " | ".join(_current(dumps(out)[-1]))
+    current = " | ".join(current_facts(dumps(out)[-1]))
     assert "is a night owl" not in current and "am a night owl" not in current, current
     assert "not a night owl anymore" in current, current
 
@@ -58,7 +52,7 @@ async def test_the_later_message_wins_over_an_earlier_statement_formed_later(
         ],
         tmp_path / "e",
     )
-    current = " | ".join(_current(dumps(out)[-1]))
+    current = " | ".join(current_facts(dumps(out)[-1]))
     assert "works at the bakery" not in current, current
     assert "work at the bakery anymore" in current, current
 

@@ -5,10 +5,17 @@ defaults (offline model), with the privacy of a DM line tried in the same scenar
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from runtime.settings import Settings
-from tests.helpers.replay import dumps, probe, probes, replay_lines, replies, say
+from tests.helpers.replay import (
+    current_facts,
+    dumps,
+    probe,
+    probes,
+    replay_lines,
+    reply_texts,
+    say,
+)
 
 #: Said on Monday 5 January 2026 (the replay's clock), formed that night.
 SAID = [
@@ -19,14 +26,6 @@ SAID = [
     {"clock": "+7h"},
     {"jobs": "drain"},
 ]
-
-
-def _texts(out: list[dict[str, Any]]) -> list[str]:
-    return [r["text"] for r in replies(out)]
-
-
-def _current(dump: dict[str, Any]) -> list[str]:
-    return [f["content"] for f in dump["facts"] if f["invalid_at"] is None]
 
 
 async def test_next_week_is_still_that_week_nine_days_later(
@@ -51,10 +50,10 @@ async def test_next_week_is_still_that_week_nine_days_later(
         ],
         tmp_path / "w",
     )
-    mom, dentist = _texts(out)[-2:]
+    mom, dentist = reply_texts(out)[-2:]
     assert "the week of January 12" in mom and "next week" not in mom, mom
     assert "next Friday (said on Monday, January 5)" in dentist, dentist
-    assert sorted(_current(dumps(out)[-1])) == [
+    assert sorted(current_facts(dumps(out)[-1])) == [
         "Nora's mom is visiting the week of January 12",
         "Omar has a dentist appointment next Friday (said on Monday, January 5)",
         "Omar has an interview at the museum in February 2026",
@@ -91,7 +90,7 @@ async def test_a_line_not_formed_yet_is_quoted_as_its_author_s(
         ],
         tmp_path / "q",
     )
-    parked, sister, key, formed = _texts(out)[-4:]
+    parked, sister, key, formed = reply_texts(out)[-4:]
     assert parked == (
         'From what Omar has shared here: "I parked the car on level 3 of the station garage".'
     ), parked
@@ -127,7 +126,7 @@ async def test_a_plan_kept_as_a_note_is_answered_days_later_where_it_was_said(
     # Kept, in Omar's DM, so the group's answers below had something to leak.
     (own,) = probes(out)
     assert "Porto the week of January 19" in own["context"], own
-    lisbon, porto, own_porto = _texts(out)[-3:]
+    lisbon, porto, own_porto = reply_texts(out)[-3:]
     assert lisbon == (
         "From what I keep in mind here:\n"
         "- Nora and Omar are going to Lisbon the week of January 19."
@@ -161,6 +160,6 @@ async def test_a_visit_said_with_a_question_is_kept_with_its_day_in_its_circle(
         ],
         tmp_path / "p",
     )
-    home, club = _texts(out)[-2:]
+    home, club = reply_texts(out)[-2:]
     assert "The plumber is coming on Thursday, January 8 at 10" in home, home
     assert "plumber" not in club.lower() and "January 8" not in club, club
