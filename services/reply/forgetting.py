@@ -47,6 +47,8 @@ CONFIRM_ERASE_US = (
 #: How many facts and notes a "what do you remember about …?" lists before "…and N more".
 RECALL_FACTS = 30
 RECALL_NOTES = 10
+#: Lines said here that formation has not reached yet, listed after the memories.
+RECALL_PENDING = 5
 #: "OK" or "will do" before a bare "remember that" is no statement to keep.
 REMEMBER_LAST_MIN_WORDS = 3
 #: The answer to a bare "remember that" with nothing before it to keep.
@@ -216,10 +218,12 @@ class Forgetting:
         facts = [f for f in visible if self._about(f.partition, viewer, target)]
         listed_apart = {s.note.id for s in instructions}
         notes = await self._notes(viewer, target, listed_apart)
-        if not facts and not notes and not instructions:
+        pending = await self._pending(viewer, target)
+        if not facts and not notes and not instructions and not pending:
             who = "you" if target == "me" else "this circle"
             return f"I don't remember anything about {who} here yet."
         owners = {f.partition.owner_user_id for f in facts} - {None, viewer.user_id}
+        owners |= {m.user_id for m in pending} - {None, viewer.user_id}
         names = await self.d.directory.users(sorted(o for o in owners if o))
         parts = [
             "Here's what I remember about you here:"
@@ -236,6 +240,12 @@ class Forgetting:
             parts.append(f"- {fact.content}{whose}")
         if notes:
             parts += ["Notes:", *(f"- {n}" for n in notes[:RECALL_NOTES])]
+        if pending:
+            parts.append("Said recently, not filed yet:")
+            for message in pending:
+                author = names.get(message.user_id or "")
+                who = "You" if message.user_id == viewer.user_id or author is None else author.name
+                parts.append(f'- {who}: "{message.text.strip()}"')
         if instructions:
             parts.append("How you asked me to answer:")
             parts += [f'- "{s.instruction}"' for s in instructions]
@@ -243,6 +253,22 @@ class Forgetting:
         if more:
             parts.append(f"…and {more} more I haven't listed: ask me about something specific.")
         return "\n".join(parts)
+
+    async def _pending(self, viewer: Viewer, target: str) -> list[Message]:
+        """What was said here that formation has not reached yet, about the person or the
+        circle as :meth:`_about` reads it, oldest first: read through the viewer's filter
+        as the recent-messages leg reads it, and checked again. Without it, "I'm allergic
+        to peanuts" said a minute ago was missing from "what do you remember about me?"
+        until formation ran, while a question about it was answered."""
+        stored = await self.d.journal.unformed_visible(viewer, limit=RECALL_PENDING * 2)
+        found = [
+            m
+            for m in stored
+            if is_visible(m.partition, viewer)
+            and self._about(m.partition, viewer, target)
+            and is_statement(m.text)
+        ]
+        return list(reversed(found[:RECALL_PENDING]))
 
     @staticmethod
     def _about(partition: Partition, viewer: Viewer, target: str) -> bool:
