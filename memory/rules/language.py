@@ -16,11 +16,13 @@ _KEY_STRIP = re.compile(r"[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
 _LATIN_LIMIT: Final = 0x250  # Basic Latin … Latin Extended-B
 # Frequent English function words that are not also common Spanish/Italian/German words
-# ("a", "me", "in" are left out for that reason).
+# ("a", "me", "in" are left out for that reason), and the English words of days, which a
+# short plan may be made of ("Grandma arrives next Saturday").
 _ENGLISH_MARKER_TEXT: Final = (
     "the and you your my our we we're i'm i've is are was to of it it's that this with "
     "have has for not what when do don't love like i at as an am im be been he she they his "
-    "her their from but or so just really"
+    "her their from but or so just really next tomorrow tonight yesterday today weekend "
+    "monday tuesday wednesday thursday friday saturday sunday"
 )
 _ENGLISH_MARKERS: Final = frozenset(_ENGLISH_MARKER_TEXT.split())
 # Function words of the other common Latin-script languages (es, fr, de, it, pt, nl).

@@ -195,6 +195,22 @@ async def test_non_english_is_quoted_not_rewritten() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("said", "noted"),
+    [
+        # a short plan of a name, a verb and a day is English: rewritten and dated
+        (
+            "Grandma arrives next Saturday",
+            "Grandma arrives next Saturday (said on Monday, March 3).",
+        ),
+        ("Mi abuela llega el sábado", "Alice wrote: Mi abuela llega el sábado."),
+        ("Oma kommt nächsten Samstag", "Alice wrote: Oma kommt nächsten Samstag."),
+    ],
+)
+async def test_a_short_plan_with_a_day_is_read_as_english(said: str, noted: str) -> None:
+    assert await reflections(reflect_ctx([line(said)])) == [(ReflectionScope.SESSION, noted, None)]
+
+
 @pytest.mark.parametrize("text", ["", "🙂🙂🙂", "ok thanks", "x" * 100_000, "lol " * 20_000])
 async def test_reflect_on_junk_gives_nothing_and_does_not_crash(text: str) -> None:
     result = await reflections(reflect_ctx([line(text)]))
