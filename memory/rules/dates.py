@@ -78,6 +78,7 @@ _LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORE
 #: as said, with the day it was said at the end of the line.
 _NEXT_AMBIGUOUS = re.compile(rf"\bnext\s+(?:{WEEKDAY}|weekend)\b(?!'?s\b)", re.IGNORECASE)
 _SAID_ON: Final = "(said on "
+_SAID_ON_NOTE = re.compile(r" \(said on [A-Z]\w+, [A-Z]\w+ \d{1,2}\)")
 #: Ends a line, and stays after the day it was said.
 _CLOSING: Final = ".!?;: \n\t"
 _NUMBER_WORDS: Final = "one two three four five six seven eight nine ten eleven twelve"
@@ -163,6 +164,13 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
     # The day it was said goes at the end, where it reads as a note on the whole line.
     body = text.rstrip(_CLOSING)
     return f"{body} {_SAID_ON}{_weekday_and_day(now)}){text[len(body) :]}"
+
+
+def without_said_on(text: str) -> str:
+    """``text`` without the day it was said (:func:`resolve_relative_dates`' note at the
+    end of a line): what a line too long for its limit gives up first, so that a cut
+    never falls inside it."""
+    return _SAID_ON_NOTE.sub("", text, count=1)
 
 
 def _day(day: datetime) -> str:

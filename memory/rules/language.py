@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from memory.rules.dates import without_said_on
 from memory.search.text import CHAT_STOPWORDS, ENGLISH_STOPWORDS, tokenize
 
 _KEY_STRIP = re.compile(r"[^\w\s]", re.UNICODE)
@@ -43,10 +44,14 @@ def norm_key(text: str) -> str:
 
 
 def clip_words(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` words at a word boundary, marked with "…" if cut."""
+    """``text`` cut to at most ``limit`` words at a word boundary, marked with "…" if cut
+    (the day a line was said, if it has one, is dropped before any word is)."""
     words = text.split()
     if len(words) <= limit:
         return text.strip()
+    words = without_said_on(text).split()
+    if len(words) <= limit:
+        return " ".join(words)
     return " ".join(words[: max(limit, 1)]).rstrip(",;:-–—") + "…"
 
 

@@ -14,7 +14,7 @@ from typing import Final
 
 from memory.constants import FACT_MAX_WORDS
 from memory.models import Category
-from memory.rules.dates import has_date, resolve_relative_dates
+from memory.rules.dates import has_date, resolve_relative_dates, without_said_on
 from memory.rules.household_rules import HOUSEHOLD_RULES, claim, recurs
 from memory.rules.language import capitalise, content_terms, looks_english, strip_end, word_count
 from memory.rules.person import Voice, to_third_person, uses_group
@@ -134,6 +134,8 @@ def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | Non
             continue
         clause = text
         content = render(clause, voice, now)
+        if word_count(content) > FACT_MAX_WORDS:  # long: the day it was said goes first
+            content = without_said_on(content)
         if word_count(content) > FACT_MAX_WORDS:
             return None
         category, importance = rule.category, rule.importance

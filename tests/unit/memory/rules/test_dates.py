@@ -6,7 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memory.models import ThreadKind
 from memory.rules.dates import resolve_relative_dates
+from memory.rules.language import clip_words
+from memory.rules.person import Voice
+from memory.rules.statements import match_statement
 
 MONDAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -135,3 +139,21 @@ def test_what_people_read_two_ways_keeps_the_day_it_was_said(said: str, kept: st
 )
 def test_next_and_in_that_name_no_span_are_left_as_said(said: str) -> None:
     assert resolve_relative_dates(said, MONDAY) == said
+
+
+def test_a_line_too_long_gives_up_the_day_it_was_said_before_any_word() -> None:
+    """A fact may have 30 words: one of 27 with "next Friday" is still kept, without the
+    day it was said, rather than dropped; a note clipped to its limit loses that day
+    first, so a cut never falls inside it."""
+    long = (
+        "Our neighbour Ruth is taking the kids, the dog, the two cats and the rabbit to her "
+        "sister's farm near the lake next Friday for the whole weekend"
+    )
+    voice = Voice.for_speaker("Dana", ThreadKind.DM)
+    found = match_statement(long, voice, MONDAY)
+    assert found is not None and found.content.endswith("next Friday for the whole weekend")
+    assert "(said on" not in found.content
+    note = "Dana's sister flies in next Friday (said on Monday, January 5)."
+    assert clip_words(note, 8) == "Dana's sister flies in next Friday."
+    assert clip_words(note, 12) == note
+    assert clip_words(note, 4) == "Dana's sister flies in…"
