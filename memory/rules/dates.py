@@ -44,14 +44,15 @@ _OFFSETS: Final = {"yesterday": -1, "today": 0, "tomorrow": 1}
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 #: Any day of the week, as a regular expression (match it case-insensitively).
 WEEKDAY: Final = rf"(?:{'|'.join(WEEKDAYS)})"
-#: "on Friday", "this Friday": one coming day. Not "on Fridays" or "on Friday nights" (a
-#: habit), and not "next Friday", which people read two ways.
-_COMING_WEEKDAY = re.compile(
-    rf"\b(?P<lead>on|this)\s+(?P<day>{WEEKDAY})\b(?!'?s\b)"
-    r"(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)(?!,?\s+(?:the\s+)?\d)"
-    rf"(?!,?\s+{_MONTH}\b)",
-    re.IGNORECASE,
+#: A weekday named as one day, to follow what leads to it: not "Fridays" or "Friday
+#: nights" (a habit), and not "Friday 9 January" or "Friday, January 9" (dated already).
+_ONE_WEEKDAY = (
+    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)"
+    rf"(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
 )
+#: "on Friday", "this Friday": one coming day. Not "next Friday", which people read two
+#: ways.
+_COMING_WEEKDAY = re.compile(rf"\b(?P<lead>on|this)\s+{_ONE_WEEKDAY}", re.IGNORECASE)
 
 
 #: "this week", "next month", "last year": a span counted from the day it was said. Not
@@ -67,9 +68,7 @@ _TONIGHT = re.compile(r"\btonight\b(?!'s\b)", re.IGNORECASE)
 #: going, read as "on Thursday" (not "Thursday is my favourite day").
 _BARE_WEEKDAY = re.compile(
     r"\b(?P<verb>coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving|arrives"
-    r"|comes|visits|leaving|leaves|starting|starts)\s+"
-    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)"
-    rf"(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)",
+    rf"|comes|visits|leaving|leaves|starting|starts)\s+{_ONE_WEEKDAY}",
     re.IGNORECASE,
 )
 #: "last Friday": the latest one before the day it was said.
@@ -110,14 +109,11 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
     def coming(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
         ahead = (wanted - now.weekday()) % 7
-        if ahead == 0 and match.group("lead").lower() == "on":
-            ahead = 7  # "on Friday", said on a Friday, is the next one
-        return f"on {_weekday_and_day(now + timedelta(days=ahead))}"
-
-    def bare(match: re.Match[str]) -> str:
-        wanted = WEEKDAYS.index(match.group("day").lower())
-        ahead = (wanted - now.weekday()) % 7 or 7  # said on a Thursday: the next one
-        return f"{match.group('verb')} on {_weekday_and_day(now + timedelta(days=ahead))}"
+        if ahead == 0 and match.groupdict().get("lead", "").lower() != "this":
+            ahead = 7  # "on Friday" or "coming Friday", said on a Friday, is the next one
+        day = f"on {_weekday_and_day(now + timedelta(days=ahead))}"
+        verb = match.groupdict().get("verb")
+        return f"{verb} {day}" if verb else day
 
     def past(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
@@ -126,12 +122,7 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
 
     def span(match: re.Match[str]) -> str:
         step = {"this": 0, "next": 1, "last": -1}[match.group("lead").lower()]
-        unit = match.group("span").lower()
-        if unit == "week":
-            return f"the week of {_day(_monday(now) + timedelta(weeks=step))}"
-        if unit == "month":
-            return f"in {_month(now, step)}"
-        return f"in {now.year + step}"
+        return _span_from(now, match.group("span").lower(), step, "in")
 
     def weekend(_: re.Match[str]) -> str:
         saturday = now + timedelta(days=(5 - now.weekday()) % 7)
@@ -145,15 +136,11 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         unit = match.group("span").lower()
         if unit == "day":
             return f"on {_day(now + timedelta(days=count))}"
-        if unit == "week":
-            return f"the week of {_day(_monday(now) + timedelta(weeks=count))}"
-        if unit == "month":
-            return f"around {_month(now, count)}"
-        return f"around {now.year + count}"
+        return _span_from(now, unit, count, "around")  # "in six months": roughly then
 
     text = _RELATIVE.sub(absolute, text)
     text = _COMING_WEEKDAY.sub(coming, text)
-    text = _BARE_WEEKDAY.sub(bare, text)
+    text = _BARE_WEEKDAY.sub(coming, text)
     text = _LAST_WEEKDAY.sub(past, text)
     text = _SPAN.sub(span, text)
     text = _THIS_WEEKEND.sub(weekend, text)
@@ -171,6 +158,16 @@ def without_said_on(text: str) -> str:
     end of a line): what a line too long for its limit gives up first, so that a cut
     never falls inside it."""
     return _SAID_ON_NOTE.sub("", text, count=1)
+
+
+def _span_from(now: datetime, unit: str, steps: int, lead: str) -> str:
+    """The week, month or year ``steps`` of them from ``now``'s: "the week of January 12",
+    or ``lead`` and "February 2026" / "2027"."""
+    if unit == "week":
+        return f"the week of {_day(_monday(now) + timedelta(weeks=steps))}"
+    if unit == "month":
+        return f"{lead} {_month(now, steps)}"
+    return f"{lead} {now.year + steps}"
 
 
 def _day(day: datetime) -> str:

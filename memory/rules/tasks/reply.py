@@ -123,8 +123,7 @@ def _noted(ctx: ReplyContext) -> list[str]:
     names aside, those sharing most first: a plan said in passing ("we're going to
     Lisbon in two weeks") is often kept as a note rather than a fact, and a question
     about it is answered from there rather than with "I don't know"."""
-    names = {t for p in ctx.people for t in tokenize(p.name)}
-    asked = set(tokenize(ctx.text)) - _ADDRESSING - names
+    names, asked = _asked_beside_names(ctx)
     if not asked or not ctx.always:
         return []
     shared: dict[str, int] = {}
@@ -139,23 +138,26 @@ def _noted(ctx: ReplyContext) -> list[str]:
     return sorted(shared, key=lambda sentence: -shared[sentence])[:MAX_CITED]
 
 
+def _asked_beside_names(ctx: ReplyContext) -> tuple[set[str], set[str]]:
+    """The terms of the members' names, and the question's terms without them (every
+    memory of Bob shares "Bob" with a question about him)."""
+    names = {t for p in ctx.people for t in tokenize(p.name)}
+    return names, set(tokenize(ctx.text)) - _ADDRESSING - names
+
+
+def _keyword_matches(ctx: ReplyContext) -> list[CitedMemory]:
+    """The memories sharing a keyword with the question (none: retrieval matched them by
+    meaning alone)."""
+    asked = set(tokenize(ctx.text)) - _ADDRESSING
+    return [m for m in ctx.memories if asked & set(tokenize(m.content))]
+
+
 def _on_topic(ctx: ReplyContext) -> list[CitedMemory]:
     """The memories sharing a keyword with the question, when any do; otherwise all
     that retrieval found (a match by meaning alone is still a match). Without a model
     to read them, citing the memory about the wifi to a question about the gate code
     would be noise."""
-    asked = set(tokenize(ctx.text)) - _ADDRESSING
-    if not asked:
-        return list(ctx.memories)
-    matching = [m for m in ctx.memories if asked & set(tokenize(m.content))]
-    return matching or list(ctx.memories)
-
-
-def _shares_a_keyword(ctx: ReplyContext) -> bool:
-    """Whether some memory shares a keyword with the question (else retrieval matched
-    by meaning alone, and a note that shares one says more)."""
-    asked = set(tokenize(ctx.text)) - _ADDRESSING
-    return any(asked & set(tokenize(m.content)) for m in ctx.memories)
+    return _keyword_matches(ctx) or list(ctx.memories)
 
 
 def _cite(ctx: ReplyContext) -> str:
@@ -182,8 +184,7 @@ def _helpful(ctx: ReplyContext, memories: list[CitedMemory]) -> list[CitedMemory
     """The ``memories`` that help with the message: those sharing a word with it (names
     aside: every memory of Bob shares "Bob" with a question about him) and, for a plan
     (dinner, a gift, a trip), those saying what someone likes, eats or avoids."""
-    names = {t for p in ctx.people for t in tokenize(p.name)}
-    asked = set(tokenize(ctx.text)) - _ADDRESSING - names
+    names, asked = _asked_beside_names(ctx)
     plan = mentions_plan(ctx.text)
     return [
         m
@@ -263,7 +264,7 @@ def compose_for(ctx: ReplyContext) -> str:
             )
     if _is_question(text):
         noted = _noted(ctx)
-        if ctx.memories and (not noted or _shares_a_keyword(ctx)):
+        if ctx.memories and (not noted or _keyword_matches(ctx)):
             return "From what I remember:\n" + _cite(ctx)
         if noted:
             return "From what I keep in mind here:\n" + "\n".join(f"- {n}" for n in noted)
