@@ -60,7 +60,8 @@ _HABIT = re.compile(
 )
 _SINGLE = re.compile(
     r"^(?P<s>.+?)\s+(?P<neg>no\s+longer\s+|doesn't\s+|does\s+not\s+)?(?P<p>works?\s+(?:at|for"
-    r"|as)|lives?\s+(?:in|at)|moved\s+to|is\s+from|is\s+married\s+to|is\s+engaged\s+to"
+    r"|as)|(?:started|began)\s+working\s+(?:at|for|as)|(?:started|got)\s+a\s+new\s+job\s+(?:at|with)"
+    r"|lives?\s+(?:in|at)|moved\s+to|is\s+from|is\s+married\s+to|is\s+engaged\s+to"
     r"|is\s+dating|wants\s+(?:alfred\s+to\s+)?(?:reply|replies|answers)\s+in"
     r"|wants\s+to\s+be\s+called)\s+(?P<o>.+?)(?:\s+any\s?(?:more|longer))?$",
     re.IGNORECASE,
@@ -70,7 +71,22 @@ _COPULA = re.compile(
     r"(?:\s+any\s?(?:more|longer))?$",
     re.IGNORECASE,
 )
-_SAME_PREDICATE: Final = {"moved to": "lives in", "live in": "lives in", "work at": "works at"}
+_SAME_PREDICATE: Final = {
+    "moved to": "lives in",
+    "live in": "lives in",
+    "work at": "works at",
+    # A new job is where the person works now.
+    "started working at": "works at",
+    "began working at": "works at",
+    "started working for": "works for",
+    "began working for": "works for",
+    "started working as": "works as",
+    "began working as": "works as",
+    "started a new job at": "works at",
+    "started a new job with": "works at",
+    "got a new job at": "works at",
+    "got a new job with": "works at",
+}
 _MAX_SUBJECT_WORDS: Final = 6
 
 

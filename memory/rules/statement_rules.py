@@ -303,6 +303,36 @@ RULES: Final = (
         _FACT,
         5,
     ),
+    # A change of work, which lasts after the week it was told in ("I started a new job
+    # last week", "I got promoted", "I'm starting at the hospital in May").
+    _rule(
+        "work",
+        rf"^{_I}\s+{_ADV}(?P<obj>(?:started|began|got|found|landed|accepted|took)\s+"
+        r"(?:a\s+|my\s+|the\s+)?(?:new\s+)?(?:job|position|role)\b.*"
+        r"|(?:started|began)\s+(?:working\s+)?(?:at|for|as)\s+(?!\d).+"
+        r"|got\s+(?:promoted|a\s+promotion|hired|laid\s+off|fired|made\s+redundant)\b.*"
+        r"|(?:quit|left|lost|changed)\s+(?:my\s+|our\s+)?jobs?\b.*"
+        r"|retired\b.*)$",
+        _FACT,
+        6,
+    ),
+    _rule(
+        "work",
+        rf"^{_IAM}\s+{_ADV}(?P<obj>starting\s+(?:(?:a\s+)?new\s+(?:job|position|role)\b.*"
+        r"|(?:work(?:ing)?\s+)?(?:at|as)\s+(?!\d).+)|retiring\b.*)$",
+        _FACT,
+        6,
+        needs_time=True,
+    ),
+    # Something taken up ("I joined a choir", "I started learning Spanish").
+    _rule(
+        "activity",
+        rf"^{_I}\s+{_ADV}(?P<obj>(?:joined|signed\s+up\s+for|enrolled\s+in)\s+(?:a|an)"
+        r"\s+.+|(?:started|began|took\s+up)\s+(?:learning|taking|studying|playing|training"
+        r"|running|swimming|climbing|yoga|piano|guitar|pottery|boxing)\b.*)$",
+        _FACT,
+        5,
+    ),
     _rule(
         "home",
         rf"^{_I}\s+{_ADV}(?:live\s+(?:in|at|on|near)|moved\s+to)\s+(?P<obj>.+)$",

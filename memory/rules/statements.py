@@ -38,15 +38,16 @@ _LEAD = re.compile(
 _CLAUSE_BREAK = re.compile(
     r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
 )
-#: The words a question opens with ("what …", "do you …", "anyone …").
-_QUESTION_WORDS = (
+#: The words a question opens with ("what …", "do you …", "anyone …"), shared with the
+#: offline reply's reading of a question.
+QUESTION_WORDS: Final = (
     r"what|when|where|who|how|which|why|can|could|should|shall|would|will|do|does|did|is|are"
     r"|am|was|were|have|has|any|anyone|anybody"
 )
 #: A clause that opens as a question.
-_ASKED = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
+_ASKED = re.compile(rf"^(?:{QUESTION_WORDS})\b", re.IGNORECASE)
 #: A question after a statement, to the end: "…at 10, what should we prepare?".
-_ASKED_AFTER = re.compile(rf",\s*(?:{_QUESTION_WORDS})\b[^?]*\?[\s?!]*$", re.IGNORECASE)
+_ASKED_AFTER = re.compile(rf",\s*(?:{QUESTION_WORDS})\b[^?]*\?[\s?!]*$", re.IGNORECASE)
 _SUBJECT_PRONOUN = re.compile(r"^(?:i|i'm|im|i've|we|we're|we've)\b", re.IGNORECASE)
 _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from memory.context import said_by
 from memory.models import (
     FORGET_CHOICE,
     Message,
@@ -17,6 +18,7 @@ from memory.models import (
     ReflectionScope,
     Role,
     Thread,
+    User,
     Viewer,
     Visibility,
 )
@@ -243,8 +245,7 @@ class Forgetting:
         if pending:
             parts.append("Said recently, not filed yet:")
             for message in pending:
-                author = names.get(message.user_id or "")
-                who = "You" if message.user_id == viewer.user_id or author is None else author.name
+                who = said_by(message.user_id, viewer, lambda uid: _name(names, uid))
                 parts.append(f'- {who}: "{message.text.strip()}"')
         if instructions:
             parts.append("How you asked me to answer:")
@@ -329,6 +330,13 @@ class Forgetting:
             f"{counts.get('messages', 0)} messages, {reminders} reminders"
             f"{_lists_erased(listed)}). If you write again, I'll start fresh."
         )
+
+
+def _name(names: dict[str, User], user_id: str) -> str:
+    """A member's name, or "Someone here" for an author the directory does not hold
+    (never "You": that is only the viewer)."""
+    user = names.get(user_id)
+    return user.name if user is not None else "Someone here"
 
 
 def _lists_erased(counts: dict[str, int]) -> str:

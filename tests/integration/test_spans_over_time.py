@@ -163,3 +163,40 @@ async def test_a_visit_said_with_a_question_is_kept_with_its_day_in_its_circle(
     home, club = reply_texts(out)[-2:]
     assert "The plumber is coming on Thursday, January 8 at 10" in home, home
     assert "plumber" not in club.lower() and "January 8" not in club, club
+
+
+async def test_a_new_job_told_in_a_dm_is_still_known_weeks_later_and_only_there(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """ "I started a new job last week", told in a DM, was only a session note offline and
+    was gone with the session. It is now a fact, dated by its week, that Omar's DM still
+    answers from three weeks later, after formation; the group, where Nora asks about it,
+    never shows it, and neither does Nora's DM."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "omar"]},
+            say("omar", "dm:omar", "I started a new job last week"),
+            say("nora", "group:home", "I joined a choir last month"),
+            {"clock": "+7h"},
+            {"jobs": "drain"},
+            {"clock": "+21d"},
+            {"jobs": "drain"},
+            say("omar", "dm:omar", "when did I start my new job?"),
+            probe("nora", "group:home", "when did Omar start his new job?"),
+            probe("nora", "dm:nora", "when did Omar start his new job?"),
+            say("omar", "group:home", "@alfred what do you remember about Nora's choir?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "j",
+    )
+    job, choir = reply_texts(out)[-2:]
+    assert "the week of December 29" in job, job
+    assert "choir in December 2025" in choir, choir
+    assert sorted(current_facts(dumps(out)[-1])) == [
+        "Nora joined a choir in December 2025",
+        "Omar started a new job the week of December 29",
+    ]
+    for leak in probes(out):
+        assert "job" not in leak["context"].lower(), leak
+        assert all("job" not in m["content"].lower() for m in leak["memories"]), leak

@@ -38,6 +38,7 @@ from memory.rules.partners import (
     named_members,
     states_preference,
 )
+from memory.rules.statements import QUESTION_WORDS
 from memory.search.recent import DELETE_REQUEST
 from memory.search.text import tokenize
 
@@ -52,10 +53,12 @@ GREETING: Final = (
     "Hello! I'm running offline (no language model), so I can't chat, but I can remember "
     'things ("remember that …"), correct or forget them, and tell you what I remember.'
 )
-#: The answer to a statement: nothing was stored by replying, so nothing is claimed.
+#: The answer to a statement: nothing was stored by replying, so nothing is claimed; but
+#: formation reads the line later, so the person is not told it will be lost either.
 OFFLINE_STATEMENT: Final = (
     "I can't chat about that: I'm running offline, without a language model. "
-    'If you want me to remember something, say "remember that …".'
+    "I may still learn from it in the background; to be sure I keep something, "
+    'say "remember that …".'
 )
 #: The answer to a request to forget that the rules could not read ("forget Hana"): a bare
 #: name may be a change of plan ("forget Paris") as much as a deletion, so it is not acted
@@ -70,8 +73,7 @@ ACKNOWLEDGED: Final = "👍"
 MAX_CITED: Final = 3
 
 _QUESTION = re.compile(
-    r"\?\s*$|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(who|what|when|where|which|why|how|is|are|do|does|did|can|could|should|will|would|have|has)\b",
-    re.I,
+    rf"\?\s*$|^\s*(?:@\w+\s*,?\s*)?(?:alfred\s*,?\s*)?(?:{QUESTION_WORDS})\b", re.I
 )
 #: Requests for something remembered that need no question mark ("remind me, …").
 _ASKING = re.compile(

@@ -88,6 +88,20 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I work as a nurse", "Alice works as a nurse", F, 6),
         ("I'm a teacher at Hillside School", "Alice is a teacher at Hillside School", F, 6),
         ("my job is accountant", "Alice's job is accountant", F, 6),
+        # A change of work or a thing taken up, dated as the other rules date it.
+        ("I started a new job last week", "Alice started a new job the week of February 24", F, 6),
+        (
+            "I started working at Acme on Monday",
+            "Alice started working at Acme on Monday, March 10",
+            F,
+            6,
+        ),
+        ("I got promoted today", "Alice got promoted on March 3", F, 6),
+        ("I'm starting a new job next month", "Alice is starting a new job in April 2025", F, 6),
+        ("I started as a nurse", "Alice started as a nurse", F, 6),
+        ("I just retired", "Alice just retired", F, 6),
+        ("I joined a choir last month", "Alice joined a choir in February 2025", F, 5),
+        ("I started learning Spanish", "Alice started learning Spanish", F, 5),
         ("I live in Berlin", "Alice lives in Berlin", F, 6),
         ("I just moved to Lisbon", "Alice just moved to Lisbon", F, 6),
         ("I'm from Dublin", "Alice is from Dublin", F, 5),
@@ -397,6 +411,10 @@ async def test_only_user_lines_count() -> None:
         "I'm having a bad day tomorrow",
         "we're having a great time",
         "I left the party at 10",  # leaving a place is not putting a thing there
+        "I started at 9",  # a time, not a workplace
+        "I joined the call",
+        "I started the dishwasher",
+        "I'm starting a new job",  # a plan says when
         "I put the kids to bed",
         "I parked",
         "I put my foot down",
