@@ -63,7 +63,9 @@ _SPAN = re.compile(
 #: "this weekend": the one under way, or the coming one.
 _THIS_WEEKEND = re.compile(r"\bthis\s+weekend\b(?!'s\b)", re.IGNORECASE)
 #: "tonight": the evening of the day it was said.
-_TONIGHT = re.compile(r"\btonight\b(?!'s\b)", re.IGNORECASE)
+#: A preceding "on" ("the game is on tonight") is taken with it, so the result does not
+#: read "on on the evening of …".
+_TONIGHT = re.compile(r"\b(?:on\s+)?tonight\b(?!'s\b)", re.IGNORECASE)
 #: "coming Thursday", "arrives Friday": a coming day named bare after a verb of coming or
 #: going, read as "on Thursday" (not "Thursday is my favourite day").
 _BARE_WEEKDAY = re.compile(

@@ -18,6 +18,10 @@ recurring dates (rent, bills,  fact           7
 bin day, payday)
 budgets and regular spending   fact           6
 appointments with a time       context        6
+events with a time ("the       context        6
+client review is on Thursday
+at 3pm", "our flight is on
+Saturday at 7am")
 visits with a time ("the       context        6
 plumber is coming Thursday
 at 10")
@@ -77,6 +81,14 @@ _CLAIMABLE = re.compile(rf"^(?:the\s+)?(?P<thing>(?:{_THING})\b)", re.IGNORECASE
 _APPOINTMENT = (
     r"appointment|check-?up|visit|consultation|surgery|operation|scan|x-ray|vaccination|jab"
     r"|parent-teacher\s+(?:meeting|evening|conference)|parents'?\s+evening|interview|exam"
+)
+#: Things a family or a team puts in its calendar, which people ask "when is …?" about.
+_EVENT = (
+    r"meeting|review|call|demo|presentation|pitch|workshop|deadline|launch|kick-?off|offsite"
+    r"|party|dinner|lunch|brunch|barbecue|bbq|picnic|wedding|funeral|christening|ceremony"
+    r"|graduation|recital|concert|show|play|performance|rehearsal|practice|training|match"
+    r"|game|tournament|race|class|lesson|flight|train|trip|ferry|move|viewing|inspection"
+    r"|delivery|pickup|pick-?up|drop-?off|open\s+day|sports\s+day|school\s+trip"
 )
 _ROLE, _CTX_, _FACT_ = Category.RELATIONSHIP, Category.CONTEXT, Category.FACT
 #: Coming to the household: "is coming (over)", "is stopping by", "arrives".
@@ -155,6 +167,17 @@ HOUSEHOLD_RULES: Final = (
         "appointment",
         rf"^(?:(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_APPOINTMENT})"
         r"(?:\s+with\s+[\w\s.'-]{1,40}?)?\s+is\s+(?P<obj>.+)$",
+        _CTX_,
+        6,
+        needs_time=True,
+    ),
+    # "the client review with Northwind is on Thursday at 3pm", "Mia's recital is Friday at
+    # 6", "our flight is on Saturday at 7am": a planned event, said with when it is.
+    make_rule(
+        "event",
+        rf"^(?:the|(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
+        r"(?:\s+(?:with|for|at|in|to)\s+[\w\s.'-]{1,40}?)?\s+(?:is|starts|begins|leaves|will\s+be)"
+        rf"\s+(?P<obj>(?:now\s+)?{_WHEN_FIRST}.*|on\s+.+|at\s+.+|in\s+.+)$",
         _CTX_,
         6,
         needs_time=True,

@@ -95,6 +95,11 @@ def to_third_person(text: str, voice: Voice) -> str:
     → the voice's group, "our"/"ours" → its possessive. "US" (the country) is left alone.
     """
     name = voice.name
+    # "I'm Maya, I run the studio": the introduction would read "Maya is Maya". Said alone
+    # it is kept as said ("remember that I'm Maya" is stored, as the person was told).
+    rest = _introduction(name).sub("", text)
+    if rest.strip(" ,.;!"):
+        text = rest
     for pattern, verb in _I_CONTRACTIONS:
         text = pattern.sub(f"{name} {verb}", text)
     text = _I_VERB.sub(lambda m: _i_with_verb(m, name), text)
@@ -109,6 +114,20 @@ def to_third_person(text: str, voice: Voice) -> str:
     text = re.sub(r"\bwe\b", voice.group, text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:us|Us)\b", voice.group, text)
     return text[:1].upper() + text[1:] if text else text
+
+
+def _introduction(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"^(?:hi|hello|hey)?[\s,!]*(?:i'?m|i\s+am|my\s+name\s+is|this\s+is)\s+{re.escape(name)}"
+        r"\b(?=\s*(?:[,.;!]|and\b|$))(?:\s*[,.;!])?(?:\s*and\b)?\s*",
+        re.IGNORECASE,
+    )
+
+
+def only_introduces(text: str, voice: Voice) -> bool:
+    """Whether ``text`` only says who the speaker is ("Hi! I'm Maya."): a note of it
+    would read "Maya is Maya"."""
+    return not _introduction(voice.name).sub("", text.strip()).strip(" ,.;!")
 
 
 def _i_with_verb(match: re.Match[str], name: str) -> str:

@@ -50,6 +50,12 @@ _PERSON = (
     r"|boss|manager|colleague|coworker|co-worker|doctor|dentist|therapist|neighbou?r"
     r"|in-laws|mother-in-law|father-in-law|roommate|flatmate|teacher"
 )
+#: Someone named, as a sentence's subject: a capitalised word that is not a pronoun or a
+#: word that opens sentences.
+_NAMED = (
+    r"(?!(?:this|that|these|those|he|she|it|they|there|here|who|what|which|everyone"
+    r"|someone|somebody|nobody|everybody|alfred)\b)(?-i:[A-Z])[\w'-]*"
+)
 #: Where a thing is ("on level 3", "under the mat", "next to the bins").
 _PLACE = r"(?:on|in|at|under|behind|inside|beside|next\s+to|in\s+front\s+of|by)"
 _PET = r"dog|cat|puppy|kitten|pet|horse|parrot|rabbit|bunny|hamster|fish|turtle|tortoise"
@@ -146,6 +152,38 @@ RULES: Final = (
         r"|diabetic|epileptic|asthmatic)\b(?P<obj>.*)$",
         _FACT,
         8,
+    ),
+    # The same about someone named ("Sam is allergic to shellfish", said by Leo): what a
+    # family or a team must not get wrong when it cooks or orders for everyone.
+    _rule("allergy", rf"^{_NAMED}\s+is\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9),
+    _rule(
+        "allergy",
+        rf"^{_NAMED}\s+has\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
+        r"(?P<obj>[\w\s-]{1,40}?)\s+allerg(?:y|ies)$",
+        _FACT,
+        9,
+    ),
+    _rule(
+        "intolerance",
+        rf"^{_NAMED}\s+is\s+{_ADV}(?:lactose[\s-]+|gluten[\s-]+)?(?:intolerant|coeliac|celiac"
+        r"|diabetic|epileptic|asthmatic)\b(?P<obj>.*)$",
+        _FACT,
+        8,
+    ),
+    _rule(
+        "diet",
+        rf"^{_NAMED}\s+is\s+{_ADV}(?:an?\s+)?(?:strict\s+)?(?P<obj>vegetarian|vegan"
+        r"|pesc[ae]tarian|gluten[\s-]free|kosher|halal|teetotal|dairy[\s-]free)\b.*$",
+        _FACT,
+        8,
+    ),
+    _rule(
+        "diet",
+        rf"^{_NAMED}\s+{_ADV}(?:doesn'?t|does\s+not|never|can'?t|cannot|can\s+not)\s+"
+        r"(?:eat|drink)\s+(?P<obj>.+)$",
+        _FACT,
+        7,
+        check_object=True,
     ),
     _rule(
         "diet",
@@ -384,7 +422,7 @@ RULES: Final = (
     _rule(
         "plan",
         rf"^(?:i'?m|i\s+am|we're|we\s+are)\s+{_ADV}(?P<obj>(?:going|heading|travel+ing|flying"
-        r"|driving|visiting)\b(?!\s+to\s+(?:bed|sleep|be|do|try|say|need|have|make|get|eat"
+        r"|driving|visiting|interviewing|meeting|seeing|starting|moving|leaving|coming|staying)\b(?!\s+to\s+(?:bed|sleep|be|do|try|say|need|have|make|get|eat"
         r"|cook|shower|the\s+bathroom)\b).+)$",
         _CTX,
         5,

@@ -36,7 +36,9 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_BREAK = re.compile(
-    r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b)", re.IGNORECASE
+    r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|im|i've|we|we're|my|our)\b"
+    r"|(?-i:[A-Z])[\w'-]*\s+(?:is|has|doesn'?t|can'?t|never)\b)",
+    re.IGNORECASE,
 )
 #: The words a question opens with ("what …", "do you …", "anyone …"), shared with the
 #: offline reply's reading of a question.
@@ -53,6 +55,8 @@ _TAIL = re.compile(
     r"(?:\s+(?:because|since|cause|cuz|'cause|although|though|which|lol|haha\w*|hehe\w*)\b"
     r"|,\s*(?:so|but|which|because|and\s+(?:it|that|they|he|she)|(?:and\s+)?not"
     r"|don'?t\s+forget|remember|ok(?:ay)?|right|yeah|fyi|btw|by\s+the\s+way|for\s+the\s+record"
+    r"|keep\s+(?:it|this|that)\s+(?:quiet|secret|to\s+yourself|between\s+us)"
+    r"|don'?t\s+tell\s+(?:anyone|anybody|\w+)|between\s+(?:you\s+and\s+me|us)"
     r"|just\s+so\s+(?:you(?:\s+all)?|everyone|everybody|y'?all|u)\s+knows?|in\s+case\s+(?:you|anyone))\b"
     r"|\s+[-–—]\s).*$",
     re.IGNORECASE | re.S,
@@ -106,8 +110,9 @@ def only_asks(sentence: str) -> bool:
 
 
 def _split_clauses(sentence: str) -> list[str]:
-    """Split at ";" and at "and/but" + a new first-person subject, unless what precedes is
-    only a coordinated subject ("Bob and I love sushi", "my sister and I …")."""
+    """Split at ";" and at "and/but" + a new subject (first person, or someone named: "I'm
+    vegetarian, and Sam is allergic to shellfish"), unless what precedes is only a
+    coordinated subject ("Bob and I love sushi", "my sister and I …")."""
     parts: list[str] = []
     start = 0
     for match in _CLAUSE_BREAK.finditer(sentence):

@@ -43,7 +43,7 @@ from memory.rules.language import (
     norm_key,
     strip_end,
 )
-from memory.rules.person import Voice, to_third_person
+from memory.rules.person import Voice, only_introduces, to_third_person
 from memory.rules.statements import clauses, is_group_plan
 from memory.rules.text import clean_text, split_sentences
 
@@ -234,7 +234,7 @@ def summary_note(sentence: str, voice: Voice, at: datetime | None = None) -> str
     the day it means, counted from ``at`` (when it was said); a question is quoted as
     asked."""
     text = " ".join(strip_addressing(sentence).split())
-    if not text:
+    if not text or only_introduces(text, voice):
         return ""
     if not looks_english(text):
         note = f"{voice.name} wrote: {text}"

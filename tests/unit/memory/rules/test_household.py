@@ -92,6 +92,24 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "The babysitter is coming on January 6 at 6pm",
             "context",
         ),
+        # an event in the family's or the team's calendar, with when it is
+        (
+            "The client review with Northwind is on Thursday at 3pm",
+            "The client review with Northwind is on Thursday, January 8 at 3pm",
+            "context",
+        ),
+        (
+            "Mia's recital is on Friday at 6pm",
+            "Mia's recital is on Friday, January 9 at 6pm",
+            "context",
+        ),
+        (
+            "our flight is on Saturday at 7am",
+            "Dana and Eli's flight is on Saturday, January 10 at 7am",
+            "context",
+        ),
+        ("the train leaves at 7:40 tomorrow", "The train leaves at 7:40 on January 6", "context"),
+        ("the game is on tonight", "The game is on the evening of January 5", "context"),
     ],
 )
 def test_household_basics(text: str, content: str, category: str) -> None:
@@ -121,6 +139,13 @@ def test_in_a_dm_the_household_is_the_speakers() -> None:
         "the plumber is coming",
         "the plumber is coming eventually",
         "is the plumber coming Thursday?",
+        # an event without when, or with a place where a time would be, is no fact
+        "the meeting is over",
+        "the show is great",
+        "the meeting is in room 4",
+        "the meeting is in 5 minutes",
+        "the lunch is on me",
+        "when is the client review?",
     ],
 )
 def test_small_talk_and_secrets_are_not_facts(text: str) -> None:

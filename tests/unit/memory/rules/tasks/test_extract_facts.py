@@ -102,6 +102,24 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I just retired", "Alice just retired", F, 6),
         ("I joined a choir last month", "Alice joined a choir in February 2025", F, 5),
         ("I started learning Spanish", "Alice started learning Spanish", F, 5),
+        # About someone named: what must not go wrong when cooking or ordering for them.
+        ("Sam is allergic to shellfish", "Sam is allergic to shellfish", F, 9),
+        ("Leo has a peanut allergy", "Leo has a peanut allergy", F, 9),
+        ("Bob is vegetarian", "Bob is vegetarian", F, 8),
+        ("Mia doesn't eat pork", "Mia doesn't eat pork", F, 7),
+        (
+            "I'm interviewing with another agency next week, keep it quiet",
+            "Alice is interviewing with another agency the week of March 10",
+            CTX,
+            5,
+        ),
+        ("I'm meeting Tom for lunch tomorrow", "Alice is meeting Tom for lunch on March 4", CTX, 5),
+        (
+            "I'm moving to Berlin in May, don't tell anyone",
+            "Alice is moving to Berlin in May",
+            CTX,
+            5,
+        ),
         ("I live in Berlin", "Alice lives in Berlin", F, 6),
         ("I just moved to Lisbon", "Alice just moved to Lisbon", F, 6),
         ("I'm from Dublin", "Alice is from Dublin", F, 5),
@@ -219,6 +237,25 @@ async def test_same_words_from_two_speakers_stay_two_facts() -> None:
 async def test_several_clauses_give_several_facts() -> None:
     facts = await extract("Oh and I really love hiking because it's calm, but I hate running 😅")
     assert [f.content for f in facts] == ["Alice really loves hiking", "Alice hates running"]
+
+
+async def test_an_introduction_is_not_a_fact_about_the_speaker_being_themselves() -> None:
+    """ "I'm Alice, I run the studio" is what Alice does; "remember that I'm Alice",
+    said alone, is kept as said, since the person was told it would be."""
+    facts = await extract("remember that I'm Alice, and I run the studio")
+    assert [f.content for f in facts] == ["Alice runs the studio"]
+    facts = await extract("remember that I'm Alice")
+    assert [f.content for f in facts] == ["Alice is Alice"]
+
+
+async def test_a_clause_about_someone_named_is_its_own_fact() -> None:
+    facts = await extract("I'm vegetarian, and Bob is allergic to shellfish")
+    assert summary(facts) == [
+        ("Alice is vegetarian", F, 8, "speaker"),
+        ("Bob is allergic to shellfish", F, 9, "speaker"),
+    ]
+    facts = await extract("I love spicy food but Bob can't eat chili")
+    assert [f.content for f in facts] == ["Alice loves spicy food", "Bob can't eat chili"]
 
 
 # --- we / our: circle in a group, speaker in a DM ---------------------------------------------
@@ -412,6 +449,11 @@ async def test_only_user_lines_count() -> None:
         "we're having a great time",
         "I left the party at 10",  # leaving a place is not putting a thing there
         "I started at 9",  # a time, not a workplace
+        "He is allergic to cats",  # whom "he" is, the rules cannot tell
+        "I'm meeting you",
+        "I'm starting to think",
+        "The soup is vegan",
+        "Everyone is vegetarian",
         "I joined the call",
         "I started the dishwasher",
         "I'm starting a new job",  # a plan says when

@@ -147,6 +147,18 @@ async def test_session_notes_leave_out_the_words_that_addressed_alfred() -> None
     ]
 
 
+async def test_an_introduction_is_not_noted_as_the_speaker_being_themselves() -> None:
+    """ "Hi Alfred! I'm Alice, I run the studio." is noted as what Alice does, not as
+    "Alice is Alice, …"; said alone, the introduction is no note at all."""
+    lines = [
+        line("Hi Alfred! I'm Alice, I run the studio.", message_id="m1"),
+        line("Hi! I'm Bob.", who=BOB, message_id="m2"),
+    ]
+    assert await reflections(reflect_ctx(lines)) == [
+        (ReflectionScope.SESSION, "Alice runs the studio.", None)
+    ]
+
+
 async def test_session_summary_is_capped_and_each_note_is_at_most_35_words() -> None:
     texts = [
         "Bob is restoring an old wooden sailing boat in the garage this winter.",

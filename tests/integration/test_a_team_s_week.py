@@ -1,0 +1,62 @@
+"""A small team's week on the embedded defaults (offline model): what its members say in
+passing is learned by background formation and answered days later where it was said,
+and what one member says in a DM reaches neither the group nor anyone else's DM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.settings import Settings
+from tests.helpers.replay import current_facts, dumps, probe, probes, replay_lines, reply_texts, say
+
+#: Said on Monday 5 January 2026 (the replay's clock), formed that night.
+SAID = [
+    {"circle": "studio", "members": ["maya", "leo", "sam"]},
+    say("maya", "group:studio", "Hi Alfred! I'm Maya, I run the studio."),
+    say("leo", "group:studio", "I'm vegetarian, and Sam is allergic to shellfish"),
+    say("sam", "group:studio", "The client review with Northwind is on Thursday at 3pm"),
+    say("sam", "dm:sam", "I'm interviewing with another agency next week, keep it quiet"),
+    {"clock": "+8h"},
+    {"jobs": "drain"},
+    {"clock": "+1d"},
+]
+INTERVIEW = "agency"
+
+
+async def test_what_a_team_says_in_passing_is_answered_days_later_where_it_was_said(
+    settings: Settings, tmp_path: Path
+) -> None:
+    out = await replay_lines(
+        settings,
+        [
+            *SAID,
+            say("maya", "group:studio", "@alfred when is the Northwind review?"),
+            say("maya", "group:studio", "@alfred is anyone allergic to anything?"),
+            say("sam", "dm:sam", "when is my interview?"),
+            say("leo", "group:studio", "@alfred what do you remember about us?"),
+            probe("maya", "group:studio", "is anyone interviewing with another agency?"),
+            probe("leo", "dm:leo", "is Sam interviewing with another agency?"),
+            probe("sam", "group:studio", "when is my interview with the agency?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "t",
+    )
+    review, allergy, interview, about_us = reply_texts(out)[-4:]
+    assert "Thursday, January 8 at 3pm" in review, review
+    assert "Sam is allergic to shellfish" in allergy, allergy
+    assert "the week of January 12" in interview, interview
+    # Each thing said is its own memory, and the introduction is not "Maya is Maya".
+    assert sorted(current_facts(dumps(out)[-1])) == [
+        "Leo is vegetarian",
+        "Sam is allergic to shellfish",
+        "Sam is interviewing with another agency the week of January 12",
+        "The client review with Northwind is on Thursday, January 8 at 3pm",
+    ]
+    notes = [r["content"] for r in dumps(out)[-1]["reflections"]]
+    assert any("Maya runs the studio" in n for n in notes), notes
+    assert not any("Maya is Maya" in n for n in notes), notes
+    for text in (review, allergy, about_us):
+        assert INTERVIEW not in text, text
+    for leak in probes(out):
+        assert INTERVIEW not in leak["context"].lower(), leak
+        assert all(INTERVIEW not in m["content"].lower() for m in leak["memories"]), leak
