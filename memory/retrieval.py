@@ -50,6 +50,7 @@ from memory.search.fusion import (
 from memory.search.guess import Guess, guess_key, stamp_of
 from memory.search.own_first import own_first
 from memory.search.recent import RecentLeg
+from memory.search.related import covers, with_related_words
 from memory.search.results import RetrievalResult, ScoredFact
 from memory.search.text import tokenize
 
@@ -333,7 +334,7 @@ class Retriever:
         k = max(self.config.leg_k, limit)
 
         legs: dict[str, Awaitable[dict[str, float]]] = {
-            "keyword": prepared.keyword(text, k),
+            "keyword": prepared.keyword(with_related_words(text), k),
             "dense": self._dense(prepared, vector_task, k),
         }
         for name, leg in self.extra_legs.items():
@@ -501,7 +502,7 @@ class Retriever:
             if wanted and (i in scores.get("keyword", {}) or i in named):
                 held = c.terms if c.terms is not None else frozenset(tokenize(c.content))
                 terms = set(held) | named.get(i, frozenset())
-                coverage[i] = len(wanted & terms) / len(wanted)
+                coverage[i] = sum(covers(w, terms) for w in wanted) / len(wanted)
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)
         weights = [self._leg_weight(name) for name in names]

@@ -332,3 +332,25 @@ async def test_category_is_kept(migrated_db: AsyncDatabase[dict[str, Any]]) -> N
     r = make_retriever(store, HashEmbedder(), clock)
     result = await r.search(ALICE_DM, "Alice's mother", limit=3)
     assert result.facts[0].fact.category is Category.RELATIONSHIP
+
+
+async def test_a_question_in_other_words_finds_the_memory_only_where_it_is_visible(
+    world: tuple[MongoFactStore, FactWriter, ManualClock],
+) -> None:
+    """ "any dietary requirements?" shares no word with "Alice is allergic to peanuts"
+    ("allergies" and "allergic" do not even stem alike): the keyword leg also searches
+    the words of the same thing (memory.search.related), through the same scoped index,
+    so the answer is found where it is visible and nowhere else."""
+    store, writer, clock = world
+    await writer.add("Carol is vegan", Partition.dm("carol"))
+    r = make_retriever(store, HashEmbedder(), clock)
+    for asked in ("any dietary requirements?", "any allergies?", "what can people eat?"):
+        for v in (ALICE_GROUP, BOB_GROUP):
+            found = await contents(r, v, asked)
+            assert "Alice is allergic to peanuts" in found, (asked, v, found)
+            assert "Carol is vegan" not in found, (asked, v, found)
+        for v in (CAROL_WORK, BOB_DM, ALICE_DM):
+            assert "Carol is vegan" not in await contents(r, v, asked, 50), (asked, v)
+        assert "Carol is vegan" in await contents(r, CAROL_DM, asked), asked
+    # A question on another topic is not widened to it.
+    assert await contents(r, ALICE_GROUP, "any plans for the weather?") == []

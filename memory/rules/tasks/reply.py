@@ -40,6 +40,7 @@ from memory.rules.partners import (
 )
 from memory.rules.statements import QUESTION_WORDS
 from memory.search.recent import DELETE_REQUEST
+from memory.search.related import covers
 from memory.search.text import tokenize
 
 #: Words that address Alfred rather than ask about anything.
@@ -191,8 +192,15 @@ def _helpful(ctx: ReplyContext, memories: list[CitedMemory]) -> list[CitedMemory
     return [
         m
         for m in memories
-        if asked & (set(tokenize(m.content)) - names) or (plan and states_preference(m.content))
+        if _shares_topic(asked, set(tokenize(m.content)) - names)
+        or (plan and states_preference(m.content))
     ]
+
+
+def _shares_topic(asked: set[str], terms: set[str]) -> bool:
+    """Whether a memory's terms answer one of the question's, a word of the same family
+    included ("what can Leo eat?" and "Leo is vegetarian": memory.search.related)."""
+    return any(covers(word, terms) for word in asked)
 
 
 def _partners_asked_about(ctx: ReplyContext) -> list[Person]:
@@ -258,11 +266,20 @@ def compose_for(ctx: ReplyContext) -> str:
         offered = partner_context(ctx, partners)
         if offered is not None:
             return offered
+        ids = {p.id for p in partners}
         if mentions_plan(text):
             # Nothing of theirs helps the plan: their other memories matched only the name.
-            ids = {p.id for p in partners}
             ctx = ctx.model_copy(
                 update={"memories": [m for m in ctx.memories if m.owner_id not in ids]}
+            )
+        elif _asked_beside_names(ctx)[1]:
+            # "where does Leo work?" is not answered by "Leo is vegetarian": a memory of
+            # theirs that shares nothing but the name is left out.
+            helpful = _helpful(ctx, ctx.memories)
+            ctx = ctx.model_copy(
+                update={
+                    "memories": [m for m in ctx.memories if m.owner_id not in ids or m in helpful]
+                }
             )
     if _is_question(text):
         noted = _noted(ctx)

@@ -115,3 +115,24 @@ def test_a_line_not_formed_yet_is_quoted_as_its_author_s() -> None:
         "when is Bob's dentist?", _memory("I see the dentist on Friday", BOB, said=True)
     )
     assert theirs == 'From what Bob has shared here: "I see the dentist on Friday".'
+
+
+def test_a_question_about_a_partner_is_not_answered_by_their_name_alone() -> None:
+    """ "where does Bob work?" is not answered with "Bob is vegetarian", which retrieval
+    found by the name alone; "what can Bob eat?" is, since eating and a diet are the same
+    thing (memory.search.related), and so is a memory of his on the topic."""
+    vegetarian = _memory("Bob is vegetarian", BOB)
+    assert _reply("@alfred where does Bob work?", vegetarian) == NO_MEMORY
+    assert _reply("@alfred what can Bob eat?", vegetarian) == (
+        "From what Bob has shared here: Bob is vegetarian."
+    )
+    assert (
+        _reply(
+            "@alfred where does Bob work?",
+            vegetarian,
+            _memory("Bob started a new job at the museum", BOB),
+        )
+        == "From what Bob has shared here: Bob started a new job at the museum."
+    )
+    # Asked about Bob with no topic beside his name, everything of his is the answer.
+    assert "Bob is vegetarian" in _reply("@alfred what do you know about Bob?", vegetarian)
