@@ -30,6 +30,10 @@ _FAMILIES: Final = (
     "work works working job jobs career employer employed workplace",
     # when someone was born
     "birthday born bday",
+    # the animals a household keeps
+    "pet pets dog dogs puppy cat cats kitten",
+    # where someone lives
+    "live lives living moved address neighbourhood neighborhood",
 )
 
 
