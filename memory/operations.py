@@ -229,16 +229,25 @@ class MemoryOperations:
         thread = viewer.thread
         partitions = self.partitions_of(thread, speaker)
         probe = negated or statement
+        facts = (
+            await self.facts_from(thread, speaker, statement, message_id, others)
+            if statement
+            else []
+        )
         replaced: Fact | None = None
         if probe:
             replaced = await self._closest(viewer, partitions, probe, CORRECTION_MATCH)
+        if replaced is None and not negated and facts:
+            # As it will be stored: "the party is on Saturday" is "The party is on
+            # Saturday, January 10", which is close to "… on Friday, January 9" where the
+            # words as said are not.
+            replaced = await self._closest(viewer, partitions, facts[0][0], CORRECTION_MATCH)
         now = self.clock.now()
         if replaced is not None:
             await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
         stored: list[Fact] = []
         retired: list[Fact] = []
         if statement:
-            facts = await self.facts_from(thread, speaker, statement, message_id, others)
             items = [
                 (
                     content,

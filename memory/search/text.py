@@ -47,6 +47,9 @@ _CHAT_STOPWORDS_TEXT: Final = """
 CHAT_STOPWORDS: Final[frozenset[str]] = frozenset(_CHAT_STOPWORDS_TEXT.split())
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: Longer words are kept as they are: no English word is, and a stemmer's work on a
+#: hostile run of thousands of letters is wasted time on the event loop.
+_MAX_STEMMED: Final = 40
 # Han, Hiragana, Katakana, CJK extension A, compatibility ideographs, Thai, Lao, Khmer,
 # Myanmar: scripts that do not separate words with spaces.
 _UNSPACED = re.compile(
@@ -76,7 +79,7 @@ def tokenize(
             continue
         if word in stopwords or len(word) < min_length:
             continue
-        terms.append(porter_stem(word) if stem else word)
+        terms.append(porter_stem(word) if stem and len(word) <= _MAX_STEMMED else word)
     return terms
 
 
@@ -103,12 +106,19 @@ _VOWELS: Final = frozenset("aeiou")
 
 
 def _is_consonant(word: str, i: int) -> bool:
+    """Porter's consonant: not a vowel, and a "y" only at the start or after a vowel; a
+    run of "y"s alternates. Counted along the run, not recursively: a hostile "yyyy…" of
+    thousands is one word, and recursion ran out of stack on it."""
     char = word[i]
     if char in _VOWELS:
         return False
-    if char == "y":
-        return i == 0 or not _is_consonant(word, i - 1)
-    return True
+    if char != "y":
+        return True
+    start = i
+    while start > 0 and word[start - 1] == "y":
+        start -= 1
+    first = start == 0 or word[start - 1] in _VOWELS
+    return first if (i - start) % 2 == 0 else not first
 
 
 def _measure(stem: str) -> int:

@@ -222,7 +222,11 @@ async def test_actually_with_another_value_of_the_same_sentence_replaces_it(
     texts = [r["text"] for r in replies(out)]
     assert texts[1].startswith("Thanks for the correction"), texts[1]
     assert "Saturday" in texts[-1] and "Friday" not in texts[-1], texts[-1]
-    assert _facts(out, "party") == (["The party is on Saturday"], ["The party is on Friday"])
+    # Kept with their dates (said on Monday 5 January), as every "on Friday" is.
+    assert _facts(out, "party") == (
+        ["The party is on Saturday, January 10"],
+        ["The party is on Friday, January 9"],
+    )
     assert texts[3].startswith("Thanks, noted"), texts[3]
     assert _facts(out, "mom") == (["Mom's birthday is May 3"], [])
     assert _facts(out, "dad") == (["Dad's birthday is June 9"], [])

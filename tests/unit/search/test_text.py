@@ -97,3 +97,19 @@ def test_stemmer_leaves_short_and_non_ascii_words_alone() -> None:
     assert porter_stem("is") == "is"
     assert porter_stem("müllers") == "müllers"
     assert porter_stem("covid19") == "covid19"
+
+
+def test_a_hostile_run_of_letters_is_one_term_without_exhausting_the_stack() -> None:
+    """Porter's "y" depends on the letter before it; read recursively, a run of thousands
+    of "y"s (a pasted wall of text) ran out of stack inside the keyword leg."""
+    assert tokenize("y" * 20_000) == ["y" * 20_000]
+    assert porter_stem("y" * 3_000).startswith("yyy")
+    # Stems of real words are Porter's, "y" rules included.
+    assert [porter_stem(w) for w in ("toy", "syzygy", "happy", "played", "sky", "boyish")] == [
+        "toi",
+        "syzygi",
+        "happi",
+        "plai",
+        "sky",
+        "boyish",
+    ]
