@@ -24,7 +24,8 @@ at 3pm", "our flight is on
 Saturday at 7am")
 visits with a time ("the       context        6
 plumber is coming Thursday
-at 10")
+at 10", "Grandpa is coming
+for dinner on Sunday")
 =============================  =============  ==========
 
 Secrets (passwords, door codes) are deliberately not here: the background never files
@@ -38,7 +39,7 @@ from typing import Final
 
 from memory.models import Category
 from memory.rules.dates import WEEKDAY
-from memory.rules.statement_rules import PET, Rule, make_rule
+from memory.rules.statement_rules import PERSON, PET, Rule, make_rule
 
 #: People a household deals with by their role, beyond family (statement_rules' PERSON).
 ROLE: Final = (
@@ -189,6 +190,15 @@ HOUSEHOLD_RULES: Final = (
         rf"^(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})\s+(?:{_COMES})\s+(?P<obj>{_WHEN_FIRST}.*)$",
         _CTX_,
         6,
+    ),
+    # "Grandpa is coming for dinner on Sunday", "my sister arrives on Saturday": family
+    # and friends coming, by name or by kinship, with when somewhere in the clause.
+    make_rule(
+        "visit",
+        rf"^(?:{_NAME}|(?:my|our)\s+(?:{PERSON}))\s+(?:{_COMES})\b(?P<obj>.+)$",
+        _CTX_,
+        6,
+        needs_time=True,
     ),
 )
 

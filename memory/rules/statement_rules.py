@@ -60,6 +60,7 @@ _NAMED = (
 _PLACE = r"(?:on|in|at|under|behind|inside|beside|next\s+to|in\s+front\s+of|by)"
 _PET = r"dog|cat|puppy|kitten|pet|horse|parrot|rabbit|bunny|hamster|fish|turtle|tortoise"
 PET = _PET
+PERSON = _PERSON
 HEDGE = re.compile(
     r"\b(?:if|maybe|might|perhaps|wish|would|could|should|hope|hopefully|pretend|imagine"
     r"|suppose|supposedly|kidding|joking|jk|think|guess|wonder|not\s+sure|probably)\b|\?",
@@ -203,8 +204,8 @@ RULES: Final = (
     ),
     _rule(
         "date",
-        r"^(?:my|our)\s+(?:[\w'-]+\s+){0,3}?(?:birthday|b-?day|anniversary|wedding|due\s+date"
-        r"|name\s*day|graduation)\s+(?:is|falls|was|will\s+be)\s+(?P<obj>.+)$",
+        rf"^(?:my|our|{_NAMED}'s)\s+(?:[\w'-]+\s+){{0,3}}?(?:birthday|b-?day|anniversary"
+        r"|wedding|due\s+date|name\s*day|graduation)\s+(?:is|falls|was|will\s+be)\s+(?P<obj>.+)$",
         _FACT,
         8,
         needs_date=True,
@@ -275,6 +276,22 @@ RULES: Final = (
         _REL,
         6,
         reject_states=True,
+    ),
+    # A named child's or partner's week ("Mia has ballet on Wednesdays at 5"), and a day
+    # of theirs ("Bob has a meeting on Monday at 10").
+    _rule(
+        "schedule",
+        rf"^{_NAMED}\s+has\s+(?P<obj>(?:[\w'-]+\s+){{1,4}}?(?:on\s+{WEEKDAY}s|every\s+{WEEKDAY})\b.*)$",
+        _FACT,
+        6,
+        check_object=True,
+    ),
+    _rule(
+        "schedule",
+        rf"^{_NAMED}\s+has\s+(?P<obj>(?:[\w'-]+\s+){{1,4}}?(?:on\s+{WEEKDAY}|tomorrow|today|tonight)\b.*)$",
+        _CTX,
+        6,
+        check_object=True,
     ),
     _rule(
         "favourite",

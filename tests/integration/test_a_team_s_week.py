@@ -62,3 +62,42 @@ async def test_what_a_team_says_in_passing_is_answered_days_later_where_it_was_s
     for leak in probes(out):
         assert INTERVIEW not in leak["context"].lower(), leak
         assert all(INTERVIEW not in m["content"].lower() for m in leak["memories"]), leak
+
+
+async def test_a_family_s_week_is_answered_after_it_and_a_dm_surprise_stays_in_the_dm(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A family says in passing, on Monday 5 January, who is coming and when, a child's
+    week and a birthday; after formation and four days each is answered in the group,
+    dated. Bob's surprise party for Nora, said in his DM, is in his DM only."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "bob"]},
+            say("nora", "group:home", "Grandpa is coming for dinner on Sunday"),
+            say("bob", "group:home", "Mia has ballet on Wednesdays at 5"),
+            say("nora", "group:home", "Mia's birthday is on June 3"),
+            say("bob", "dm:bob", "Nora's surprise party is on Saturday at 7pm"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+4d"},
+            say("bob", "group:home", "@alfred when is Grandpa coming?"),
+            say("nora", "group:home", "@alfred when does Mia have ballet?"),
+            say("bob", "group:home", "@alfred when is Mia's birthday?"),
+            say("bob", "dm:bob", "when is the surprise party?"),
+            probe("nora", "group:home", "is there a party on Saturday?"),
+            probe("nora", "dm:nora", "any surprise party for me?"),
+            probe("bob", "group:home", "when is the surprise party?"),
+        ],
+        tmp_path / "f",
+    )
+    grandpa, ballet, birthday, party = reply_texts(out)[-4:]
+    assert "Sunday, January 11" in grandpa, grandpa
+    assert "Wednesdays at 5" in ballet, ballet
+    assert "June 3" in birthday, birthday
+    assert "Saturday, January 10 at 7pm" in party, party
+    for text in (grandpa, ballet, birthday):
+        assert "surprise" not in text.lower(), text
+    for leak in probes(out):
+        assert "surprise" not in leak["context"].lower(), leak
+        assert all("surprise" not in m["content"].lower() for m in leak["memories"]), leak

@@ -92,6 +92,13 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "The babysitter is coming on January 6 at 6pm",
             "context",
         ),
+        # family and friends coming, by name or by kinship
+        (
+            "Grandpa is coming for dinner on Sunday",
+            "Grandpa is coming for dinner on Sunday, January 11",
+            "context",
+        ),
+        ("Dad arrives on Saturday", "Dad arrives on Saturday, January 10", "context"),
         # an event in the family's or the team's calendar, with when it is
         (
             "The client review with Northwind is on Thursday at 3pm",
@@ -139,6 +146,8 @@ def test_in_a_dm_the_household_is_the_speakers() -> None:
         "the plumber is coming",
         "the plumber is coming eventually",
         "is the plumber coming Thursday?",
+        "Bob is coming",
+        "He's coming on Friday",
         # an event without when, or with a place where a time would be, is no fact
         "the meeting is over",
         "the show is great",

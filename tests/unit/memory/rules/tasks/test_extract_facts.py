@@ -104,6 +104,14 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I started learning Spanish", "Alice started learning Spanish", F, 5),
         # About someone named: what must not go wrong when cooking or ordering for them.
         ("Sam is allergic to shellfish", "Sam is allergic to shellfish", F, 9),
+        ("Mia's birthday is on June 3", "Mia's birthday is on June 3", F, 8),
+        ("Mia has ballet on Wednesdays at 5", "Mia has ballet on Wednesdays at 5", F, 6),
+        (
+            "Bob has a meeting on Monday at 10",
+            "Bob has a meeting on Monday, March 10 at 10",
+            CTX,
+            6,
+        ),
         ("Leo has a peanut allergy", "Leo has a peanut allergy", F, 9),
         ("Bob is vegetarian", "Bob is vegetarian", F, 8),
         ("Mia doesn't eat pork", "Mia doesn't eat pork", F, 7),
@@ -451,6 +459,8 @@ async def test_only_user_lines_count() -> None:
         "I started at 9",  # a time, not a workplace
         "He is allergic to cats",  # whom "he" is, the rules cannot tell
         "I'm meeting you",
+        "Bob has a cold",
+        "This has everything on Monday",
         "I'm starting to think",
         "The soup is vegan",
         "Everyone is vegetarian",
