@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from memory.privacy import is_visible
 from memory.search.candidate import Candidate
 from memory.search.fusion import BlendConfig, importance_score, recency_score
 from memory.search.related import covers
-from memory.search.text import tokenize
+from memory.search.text import CHAT_STOPWORDS, ENGLISH_STOPWORDS, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +188,22 @@ class RecentLeg:
 def is_statement(text: str) -> bool:
     """Whether journaled ``text`` states something: not empty, not a command ("/…"), not
     the placeholder the journal keeps for a request ("[…]"), not a question, not a request
-    to forget or delete."""
+    to forget or delete, and not small talk alone ("hi", "ok thanks": no word of a topic,
+    so "what do you remember about me?" does not list it)."""
     return (
-        bool(text.strip()) and not _NOT_A_STATEMENT.search(text) and not DELETE_REQUEST.match(text)
+        bool(text.strip())
+        and not _NOT_A_STATEMENT.search(text)
+        and not DELETE_REQUEST.match(text)
+        and bool(tokenize(text, stopwords=_SMALL_TALK))
     )
+
+
+_GREETINGS: Final = """
+    everyone everybody guys folks all team good morning afternoon evening night bye goodbye
+    cheers welcome great cool nice awesome sure alright
+"""
+#: Words that state nothing on their own: the stopwords, chat's fillers and greetings.
+_SMALL_TALK: Final = ENGLISH_STOPWORDS | CHAT_STOPWORDS | frozenset(_GREETINGS.split())
 
 
 def _statement(message: Message, query: str) -> bool:

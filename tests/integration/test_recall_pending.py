@@ -11,6 +11,7 @@ from tests.helpers.replay import replay_lines, reply_texts, say
 
 SAID = [
     {"circle": "fam", "members": ["alice", "bob"]},
+    say("alice", "group:fam", "hi everyone!"),  # small talk: not listed
     say("alice", "group:fam", "I love spicy ramen"),
     say("bob", "group:fam", "we're out of olive oil"),
     say("bob", "dm:bob", "I'm planning to propose to Alice in June"),
