@@ -104,7 +104,9 @@ _CLOCK = re.compile(
 _EMOJI_ONLY = re.compile(r"^[\W_]+$")
 #: "forget Hana", "please delete Bob": a request to remove something, as the recent leg
 #: reads one, that names what (not "forget it").
-_FORGET_REQUEST = re.compile(DELETE_REQUEST.pattern + r"\s+(?!it\b|about\s+it\b)\w", re.I)
+_FORGET_REQUEST = re.compile(
+    DELETE_REQUEST.pattern + r"(?:\s+(?!it\b|about\s+it\b)\w|[\s.!]*$)", re.I
+)
 _GREETING = re.compile(
     r"^\s*(?:@\w+\s*)?(hi|hey|hello|hiya|good (morning|afternoon|evening)|yo)\b[\s\w,!.]*$", re.I
 )

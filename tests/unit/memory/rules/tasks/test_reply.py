@@ -88,7 +88,16 @@ def test_a_statement_is_not_answered_and_not_claimed_as_stored() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["ok", "cool", "@alfred got it", "sounds good!", "👍", "ok then", "never mind, forget it"],
+    [
+        "ok",
+        "cool",
+        "@alfred got it",
+        "sounds good!",
+        "👍",
+        "ok then",
+        "never mind, forget it",
+        "forget it",
+    ],
 )
 def test_acknowledgements_get_a_short_answer_that_claims_nothing(text: str) -> None:
     assert _reply_to(text, "the gate code is 4512") == ACKNOWLEDGED
@@ -100,7 +109,8 @@ def test_acknowledged_thanks_are_thanks(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["forget Hana", "@alfred please delete Bob", "Alfred, erase the old code"]
+    "text",
+    ["forget Hana", "@alfred please delete Bob", "Alfred, erase the old code", "forget", "delete!"],
 )
 def test_a_forget_the_rules_could_not_read_is_told_how_to_ask(text: str) -> None:
     """Not acted on (a bare name may be a change of plan), not "I can't chat": the way
