@@ -25,6 +25,11 @@ class JournalLine(BaseModel):
         """How much formation should trust this line (seed 002: USER 1.0, TOOL 0.5, AGENT 0.2)."""
         return MESSAGE_WEIGHTS[self.role.value]
 
+    def said_at(self, now: datetime) -> datetime:
+        """When the line was said, or ``now`` for a line journaled without a time: what
+        its "tomorrow" and "on Friday" count from, not when formation reads it."""
+        return self.at or now
+
 
 class Person(BaseModel):
     """A member of the conversation, by id and display name."""

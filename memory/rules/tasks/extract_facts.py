@@ -95,7 +95,7 @@ def _line_facts(line: JournalLine, ctx: ExtractFactsContext) -> list[ExtractedFa
     voice = Voice.for_speaker(name, ctx.thread_kind, ctx.people)
     # "Tomorrow" and "on Friday" mean days from when the line was said, not from when
     # formation reads it (hours later, or the next day).
-    said_at = line.at or ctx.now
+    said_at = line.said_at(ctx.now)
     found: list[tuple[str, _Found]] = []
     for source in _explicit_statements(text):
         found.extend((source, item) for item in _explicit_facts(source, voice, said_at))

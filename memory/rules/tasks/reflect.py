@@ -107,7 +107,7 @@ def _user_sentences(ctx: ReflectContext) -> list[_Sentence]:
         speaker_id = line.speaker_id or (
             ctx.thread_owner_id if ctx.thread_kind is ThreadKind.DM else None
         )
-        at = line.at or ctx.now
+        at = line.said_at(ctx.now)
         for sentence in split_sentences(text):
             sentences.append(_Sentence(len(sentences), speaker_id, voice, sentence, at))
     return sentences
