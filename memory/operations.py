@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from memory.operation_result import OperationResult
 from memory.ports import Clock, Embedder
 from memory.privacy import is_visible
 from memory.prompts.common import Person
+from memory.rules.dates import MONTHS, WEEKDAYS
 from memory.search.text import tokenize
 from memory.statement_reading import StatementReader
 from memory.stores import FactStore, JournalStore, NotesStore, SemanticMirror
@@ -86,6 +88,25 @@ def _content_terms(text: str) -> set[str]:
 def overlap(a: str, b: str) -> float:
     """Share of ``a``'s content terms found in ``b`` (stemmed, stopwords dropped)."""
     terms = _content_terms(a)
+    if not terms:
+        return 0.0
+    return len(terms & _content_terms(b)) / len(terms)
+
+
+#: What says when, not what: a correction's new day or time ("actually the review moved
+#: to Friday at 10") is not what it shares with the fact it corrects.
+_WHEN_TERMS: Final = frozenset(
+    tokenize(
+        " ".join((*WEEKDAYS, *MONTHS))
+        + " today tomorrow tonight morning afternoon evening week weekend month year am pm"
+        " moved postponed pushed rescheduled brought"
+    )
+)
+
+
+def subject_overlap(a: str, b: str) -> float:
+    """:func:`overlap` on what ``a`` is about: its terms without days, times and numbers."""
+    terms = {t for t in _content_terms(a) if t not in _WHEN_TERMS and not t[:1].isdigit()}
     if not terms:
         return 0.0
     return len(terms & _content_terms(b)) / len(terms)
@@ -304,7 +325,7 @@ class MemoryOperations:
         query = (await self.embedder.embed([text]))[0]
 
         def closeness(fact: Fact) -> float:
-            terms = overlap(text, fact.content)
+            terms = max(overlap(text, fact.content), subject_overlap(text, fact.content))
             if fact.embedding is None or len(fact.embedding) != len(query):
                 return terms
             cosine = float(np.dot(np.asarray(fact.embedding), np.asarray(query)))

@@ -73,6 +73,14 @@ _BARE_WEEKDAY = re.compile(
     rf"|comes|visits|leaving|leaves|starting|starts)\s+{_ONE_WEEKDAY}",
     re.IGNORECASE,
 )
+#: "moved to Friday", "postponed until Thursday": the coming day a plan now falls on.
+_MOVED_TO_WEEKDAY = re.compile(
+    r"\b(?P<verb>(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off"
+    rf"|brought\s+forward)\s+(?:to|until|till))\s+{_ONE_WEEKDAY}",
+    re.IGNORECASE,
+)
+#: A resolved day after "to" or "until": the day reads without its "on".
+_TO_ON = re.compile(r"\b(?P<to>to|until|till)\s+on\s+(?=(?:the\s+evening\s+of\s+)?[A-Z])")
 #: "last Friday": the latest one before the day it was said.
 _LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORECASE)
 #: "next Friday", "next weekend": the coming one to some, the one after to others. Kept
@@ -113,9 +121,11 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         ahead = (wanted - now.weekday()) % 7
         if ahead == 0 and match.groupdict().get("lead", "").lower() != "this":
             ahead = 7  # "on Friday" or "coming Friday", said on a Friday, is the next one
-        day = f"on {_weekday_and_day(now + timedelta(days=ahead))}"
+        day = _weekday_and_day(now + timedelta(days=ahead))
         verb = match.groupdict().get("verb")
-        return f"{verb} {day}" if verb else day
+        if verb and _MOVED_TO_WEEKDAY.match(match.group()):
+            return f"{verb} {day}"  # "moved to Friday, January 9", not "to on …"
+        return f"{verb} on {day}" if verb else f"on {day}"
 
     def past(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
@@ -143,11 +153,13 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
     text = _RELATIVE.sub(absolute, text)
     text = _COMING_WEEKDAY.sub(coming, text)
     text = _BARE_WEEKDAY.sub(coming, text)
+    text = _MOVED_TO_WEEKDAY.sub(coming, text)
     text = _LAST_WEEKDAY.sub(past, text)
     text = _SPAN.sub(span, text)
     text = _THIS_WEEKEND.sub(weekend, text)
     text = _TONIGHT.sub(lambda _: f"on the evening of {_day(now)}", text)
     text = _IN_SPAN.sub(later, text)
+    text = _TO_ON.sub(r"\g<to> ", text)  # "moved to tomorrow" is "moved to January 6"
     if not _NEXT_AMBIGUOUS.search(text) or _SAID_ON in text:
         return text
     # The day it was said goes at the end, where it reads as a note on the whole line.

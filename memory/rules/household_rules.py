@@ -90,6 +90,12 @@ _EVENT = (
     r"|graduation|recital|concert|show|play|performance|rehearsal|practice|training|match"
     r"|game|tournament|race|class|lesson|flight|train|trip|ferry|move|viewing|inspection"
     r"|delivery|pickup|pick-?up|drop-?off|open\s+day|sports\s+day|school\s+trip"
+    rf"|{_APPOINTMENT}"
+)
+#: An event by its owner and its kind: "the client review with Northwind", "Mia's recital".
+_AN_EVENT = (
+    rf"(?:the|(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
+    r"(?:\s+(?:with|for|at|in|to)\s+[\w\s.'-]{1,40}?)?"
 )
 _ROLE, _CTX_, _FACT_ = Category.RELATIONSHIP, Category.CONTEXT, Category.FACT
 #: Coming to the household: "is coming (over)", "is stopping by", "arrives".
@@ -176,12 +182,21 @@ HOUSEHOLD_RULES: Final = (
     # 6", "our flight is on Saturday at 7am": a planned event, said with when it is.
     make_rule(
         "event",
-        rf"^(?:the|(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
-        r"(?:\s+(?:with|for|at|in|to)\s+[\w\s.'-]{1,40}?)?\s+(?:is|starts|begins|leaves|will\s+be)"
+        rf"^{_AN_EVENT}\s+(?:is|starts|begins|leaves|will\s+be)"
         rf"\s+(?P<obj>(?:now\s+)?{_WHEN_FIRST}.*|on\s+.+|at\s+.+|in\s+.+)$",
         _CTX_,
         6,
         needs_time=True,
+    ),
+    # "the review was moved to Friday", "the party got pushed back to Saturday": the day
+    # it falls on now (a correction, said with "actually", replaces the old one).
+    make_rule(
+        "event",
+        rf"^{_AN_EVENT}\s+(?:has\s+|was\s+|got\s+|is\s+|'s\s+)?(?:been\s+)?(?:moved|postponed"
+        r"|pushed(?:\s+back)?|rescheduled|put\s+off|brought\s+forward)\s+(?:to|until|till)\s+"
+        rf"(?P<obj>{_WHEN_FIRST}.*)$",
+        _CTX_,
+        6,
     ),
     # "the plumber is coming Thursday at 10", "our cleaner comes on Friday": a visit the
     # household plans for, said with when it is.

@@ -148,8 +148,20 @@ def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | Non
         if rule.name == "family" and TIME_MARKER.search(clause):
             # "my mom is visiting next week" is a situation, not a relationship.
             category, importance = Category.CONTEXT, 5
-        return Statement(content, category, importance, uses_group(clause), rule.name)
+        return Statement(content, category, importance, _about_group(rule, clause), rule.name)
     return None
+
+
+#: Rules whose "the …" is the household's or the team's: "the client review is on
+#: Thursday", "the plumber is coming at 10" (in a group, the circle's: any member may
+#: correct it, as with "our …").
+_SHARED_WITH_THE: Final = frozenset({"event", "visit"})
+
+
+def _about_group(rule: Rule, clause: str) -> bool:
+    if uses_group(clause):
+        return True
+    return rule.name in _SHARED_WITH_THE and re.match(r"^the\b", clause, re.IGNORECASE) is not None
 
 
 def _conditions_hold(rule: Rule, match: re.Match[str], clause: str) -> bool:

@@ -101,3 +101,44 @@ async def test_a_family_s_week_is_answered_after_it_and_a_dm_surprise_stays_in_t
     for leak in probes(out):
         assert "surprise" not in leak["context"].lower(), leak
         assert all("surprise" not in m["content"].lower() for m in leak["memories"]), leak
+
+
+async def test_another_member_moves_the_team_s_event_and_the_move_holds(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Sam says when the review is; a day later Maya tells Alfred it moved. "The review"
+    is the team's (the circle's), so Maya's correction replaces it, as she is told, and
+    that holds across formation and a day. Maya's DM aside about it stays in her DM."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "studio", "members": ["maya", "sam"]},
+            say("sam", "group:studio", "The client review with Northwind is on Thursday at 3pm"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            say(
+                "maya",
+                "group:studio",
+                "@alfred actually the Northwind review moved to Friday at 10",
+            ),
+            say("maya", "dm:maya", "I'm dreading the Northwind review, their CFO is awful"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            say("sam", "group:studio", "@alfred when is the Northwind review?"),
+            probe("sam", "group:studio", "Northwind review CFO"),
+            probe("sam", "dm:sam", "what does Maya think of the Northwind review?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "m",
+    )
+    corrected, answer = reply_texts(out)[0], reply_texts(out)[-1]
+    assert corrected.startswith("Thanks for the correction"), corrected
+    assert "Friday, January 9 at 10" in answer and "Thursday" not in answer, answer
+    assert [f for f in current_facts(dumps(out)[-1]) if "Northwind" in f] == [
+        "The Northwind review moved to Friday, January 9 at 10"
+    ]
+    for leak in probes(out):
+        assert "cfo" not in leak["context"].lower(), leak
+        assert all("cfo" not in m["content"].lower() for m in leak["memories"]), leak

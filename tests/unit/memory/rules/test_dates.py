@@ -19,6 +19,11 @@ MONDAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
     ("said", "kept"),
     [
         ("my birthday is tomorrow", "my birthday is on January 6"),
+        # a plan moved to another day (said on Monday 5 January)
+        ("the review moved to Friday at 10", "the review moved to Friday, January 9 at 10"),
+        ("postponed until Thursday", "postponed until Thursday, January 8"),
+        ("the meeting has been moved to tomorrow", "the meeting has been moved to January 6"),
+        ("the party is on tonight", "the party is on the evening of January 5"),
         ("a party for Bob on Friday", "a party for Bob on Friday, January 9"),
         ("a party for Bob this Friday", "a party for Bob on Friday, January 9"),
         (

@@ -117,6 +117,16 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
         ),
         ("the train leaves at 7:40 tomorrow", "The train leaves at 7:40 on January 6", "context"),
         ("the game is on tonight", "The game is on the evening of January 5", "context"),
+        (
+            "the review was postponed to Thursday",
+            "The review was postponed to Thursday, January 8",
+            "context",
+        ),
+        (
+            "the dentist appointment is on Monday at 9",
+            "The dentist appointment is on Monday, January 12 at 9",
+            "context",
+        ),
     ],
 )
 def test_household_basics(text: str, content: str, category: str) -> None:
@@ -152,6 +162,7 @@ def test_in_a_dm_the_household_is_the_speakers() -> None:
         "the meeting is over",
         "the show is great",
         "the meeting is in room 4",
+        "the meeting moved to room 4",
         "the meeting is in 5 minutes",
         "the lunch is on me",
         "when is the client review?",

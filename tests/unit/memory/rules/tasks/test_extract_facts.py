@@ -542,3 +542,16 @@ async def test_my_mom_is_not_ambiguous() -> None:
     assert [(f.content, f.ambiguous_reference) for f in facts] == [
         ("Alice's mom's name is Sarah", None)
     ]
+
+
+async def test_the_event_said_in_a_group_is_the_circle_s_and_in_a_dm_the_speaker_s() -> None:
+    """ "the client review …" in a team's group is the team's, so any member may correct
+    it; "my dentist appointment" stays the speaker's; in a DM everything is the speaker's."""
+    group = await extract("The client review is on Thursday at 3pm")
+    assert [(f.content, f.about) for f in group] == [
+        ("The client review is on Thursday, March 6 at 3pm", "circle")
+    ]
+    mine = await extract("my dentist appointment is on Friday at 9")
+    assert [f.about for f in mine] == ["speaker"]
+    dm = await extract("The client review is on Thursday at 3pm", ThreadKind.DM)
+    assert [f.about for f in dm] == ["speaker"]
