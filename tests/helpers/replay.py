@@ -61,6 +61,14 @@ def probes(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o["probe"] for o in out if "probe" in o]
 
 
+def assert_shows_nothing_of(word: str, *found: dict[str, Any]) -> None:
+    """No probe in ``found`` shows ``word`` (any case), in its memories or in the whole
+    memory text that would enter the prompt: a leak test's check."""
+    for probed in found:
+        assert word.lower() not in probed["context"].lower(), probed
+        assert all(word.lower() not in m["content"].lower() for m in probed["memories"]), probed
+
+
 def say(who: str, where: str, text: str) -> dict[str, Any]:
     return {"say": {"from": who, "in": where, "text": text}}
 
