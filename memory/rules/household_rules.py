@@ -187,6 +187,7 @@ HOUSEHOLD_RULES: Final = (
         _CTX_,
         6,
         needs_time=True,
+        shared=True,
     ),
     # "the review was moved to Friday", "the party got pushed back to Saturday": the day
     # it falls on now (a correction, said with "actually", replaces the old one).
@@ -197,6 +198,7 @@ HOUSEHOLD_RULES: Final = (
         rf"(?P<obj>{_WHEN_FIRST}.*)$",
         _CTX_,
         6,
+        shared=True,
     ),
     # "the plumber is coming Thursday at 10", "our cleaner comes on Friday": a visit the
     # household plans for, said with when it is.
@@ -205,6 +207,7 @@ HOUSEHOLD_RULES: Final = (
         rf"^(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})\s+(?:{_COMES})\s+(?P<obj>{_WHEN_FIRST}.*)$",
         _CTX_,
         6,
+        shared=True,
     ),
     # "Grandpa is coming for dinner on Sunday", "my sister arrives on Saturday": family
     # and friends coming, by name or by kinship, with when somewhere in the clause.
@@ -214,6 +217,7 @@ HOUSEHOLD_RULES: Final = (
         _CTX_,
         6,
         needs_time=True,
+        shared=True,
     ),
 )
 

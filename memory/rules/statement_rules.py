@@ -105,6 +105,10 @@ class Rule:
     reject_states: bool = False
     #: The clause must say when the thing recurs ("on the 1st", "every Thursday").
     needs_recurrence: bool = False
+    #: Said in a group about someone named or something of everyone's ("Sam is allergic
+    #: to …", "the review is on …", "Mia's recital …"), not "my …": the circle's, as
+    #: "our …" is, so any member (Sam too) may correct or forget it.
+    shared: bool = False
 
 
 def make_rule(
@@ -118,6 +122,7 @@ def make_rule(
     needs_time: bool = False,
     reject_states: bool = False,
     needs_recurrence: bool = False,
+    shared: bool = False,
 ) -> Rule:
     """A :class:`Rule` with its pattern compiled case-insensitively."""
     return Rule(
@@ -130,6 +135,7 @@ def make_rule(
         needs_time=needs_time,
         reject_states=reject_states,
         needs_recurrence=needs_recurrence,
+        shared=shared,
     )
 
 
@@ -156,13 +162,16 @@ RULES: Final = (
     ),
     # The same about someone named ("Sam is allergic to shellfish", said by Leo): what a
     # family or a team must not get wrong when it cooks or orders for everyone.
-    _rule("allergy", rf"^{_NAMED}\s+is\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9),
+    _rule(
+        "allergy", rf"^{_NAMED}\s+is\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9, shared=True
+    ),
     _rule(
         "allergy",
         rf"^{_NAMED}\s+has\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
         r"(?P<obj>[\w\s-]{1,40}?)\s+allerg(?:y|ies)$",
         _FACT,
         9,
+        shared=True,
     ),
     _rule(
         "intolerance",
@@ -170,6 +179,7 @@ RULES: Final = (
         r"|diabetic|epileptic|asthmatic)\b(?P<obj>.*)$",
         _FACT,
         8,
+        shared=True,
     ),
     _rule(
         "diet",
@@ -177,6 +187,7 @@ RULES: Final = (
         r"|pesc[ae]tarian|gluten[\s-]free|kosher|halal|teetotal|dairy[\s-]free)\b.*$",
         _FACT,
         8,
+        shared=True,
     ),
     _rule(
         "diet",
@@ -185,6 +196,7 @@ RULES: Final = (
         _FACT,
         7,
         check_object=True,
+        shared=True,
     ),
     _rule(
         "diet",
@@ -209,6 +221,7 @@ RULES: Final = (
         _FACT,
         8,
         needs_date=True,
+        shared=True,
     ),
     _rule(
         "date",
@@ -285,6 +298,7 @@ RULES: Final = (
         _FACT,
         6,
         check_object=True,
+        shared=True,
     ),
     _rule(
         "schedule",
@@ -292,6 +306,7 @@ RULES: Final = (
         _CTX,
         6,
         check_object=True,
+        shared=True,
     ),
     _rule(
         "favourite",

@@ -152,16 +152,12 @@ def match_statement(clause: str, voice: Voice, now: datetime) -> Statement | Non
     return None
 
 
-#: Rules whose "the …" is the household's or the team's: "the client review is on
-#: Thursday", "the plumber is coming at 10" (in a group, the circle's: any member may
-#: correct it, as with "our …").
-_SHARED_WITH_THE: Final = frozenset({"event", "visit"})
-
-
 def _about_group(rule: Rule, clause: str) -> bool:
+    """Whether a clause said in a group is the circle's: "we/our …", or a shared rule's
+    (someone named, "the review …") unless it is the speaker's own ("my …")."""
     if uses_group(clause):
         return True
-    return rule.name in _SHARED_WITH_THE and re.match(r"^the\b", clause, re.IGNORECASE) is not None
+    return rule.shared and re.match(r"^(?:my|i)\b", clause, re.IGNORECASE) is None
 
 
 def _conditions_hold(rule: Rule, match: re.Match[str], clause: str) -> bool:

@@ -145,3 +145,39 @@ async def test_another_member_moves_the_team_s_event_and_the_move_holds(
         "The Northwind review moved to Friday, January 9 at 10"
     ]
     assert_shows_nothing_of("CFO", *probes(out))
+
+
+async def test_someone_can_correct_what_another_member_said_about_them(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Leo tells the group Sam is allergic to shellfish; it is the team's memory, so Sam
+    can correct it, as he is told, and the correction holds across formation and a day,
+    in the group and in Sam's DM. Leo's DM aside about Sam reaches neither."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "studio", "members": ["maya", "leo", "sam"]},
+            say("leo", "group:studio", "I'm vegetarian, and Sam is allergic to shellfish"),
+            say("leo", "dm:leo", "Sam is allergic to Mondays, honestly"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            say("sam", "group:studio", "@alfred actually I'm not allergic to shellfish"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            {"jobs": "drain"},
+            say("maya", "group:studio", "@alfred any allergies in the team?"),
+            say("sam", "dm:sam", "what allergies do I have?"),
+            probe("sam", "dm:sam", "Sam allergic Mondays"),
+            probe("maya", "group:studio", "is Sam allergic to Mondays?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "a",
+    )
+    corrected, in_group, in_dm = reply_texts(out)[-3:]
+    assert corrected.startswith("Thanks for the correction"), corrected
+    for answer in (in_group, in_dm):
+        assert "Sam is not allergic to shellfish" in answer, answer
+        assert "Sam is allergic to shellfish" not in answer, answer
+    assert "Sam is allergic to shellfish" not in current_facts(dumps(out)[-1])
+    assert_shows_nothing_of("Mondays", *probes(out))

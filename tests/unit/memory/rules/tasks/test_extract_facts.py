@@ -102,19 +102,6 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
         ("I just retired", "Alice just retired", F, 6),
         ("I joined a choir last month", "Alice joined a choir in February 2025", F, 5),
         ("I started learning Spanish", "Alice started learning Spanish", F, 5),
-        # About someone named: what must not go wrong when cooking or ordering for them.
-        ("Sam is allergic to shellfish", "Sam is allergic to shellfish", F, 9),
-        ("Mia's birthday is on June 3", "Mia's birthday is on June 3", F, 8),
-        ("Mia has ballet on Wednesdays at 5", "Mia has ballet on Wednesdays at 5", F, 6),
-        (
-            "Bob has a meeting on Monday at 10",
-            "Bob has a meeting on Monday, March 10 at 10",
-            CTX,
-            6,
-        ),
-        ("Leo has a peanut allergy", "Leo has a peanut allergy", F, 9),
-        ("Bob is vegetarian", "Bob is vegetarian", F, 8),
-        ("Mia doesn't eat pork", "Mia doesn't eat pork", F, 7),
         (
             "I'm interviewing with another agency next week, keep it quiet",
             "Alice is interviewing with another agency the week of March 10",
@@ -197,6 +184,35 @@ async def test_first_person_statements(
         assert summary(await extract(text, kind)) == [(content, category, importance, "speaker")]
 
 
+@pytest.mark.parametrize(
+    ("text", "content", "category", "importance"),
+    [
+        # What must not go wrong when cooking or ordering for them, and their week.
+        ("Sam is allergic to shellfish", "Sam is allergic to shellfish", F, 9),
+        ("Mia's birthday is on June 3", "Mia's birthday is on June 3", F, 8),
+        ("Mia has ballet on Wednesdays at 5", "Mia has ballet on Wednesdays at 5", F, 6),
+        (
+            "Bob has a meeting on Monday at 10",
+            "Bob has a meeting on Monday, March 10 at 10",
+            CTX,
+            6,
+        ),
+        ("Leo has a peanut allergy", "Leo has a peanut allergy", F, 9),
+        ("Bob is vegetarian", "Bob is vegetarian", F, 8),
+        ("Mia doesn't eat pork", "Mia doesn't eat pork", F, 7),
+    ],
+)
+async def test_statements_about_someone_named_are_the_circle_s_in_a_group(
+    text: str, content: str, category: Category, importance: int
+) -> None:
+    """Said in the group, "Sam is allergic to shellfish" is everyone's there (any member,
+    Sam included, may correct it); said in a DM it is the speaker's."""
+    assert summary(await extract(text)) == [(content, category, importance, "circle")]
+    assert summary(await extract(text, ThreadKind.DM)) == [
+        (content, category, importance, "speaker")
+    ]
+
+
 async def test_fact_carries_speaker_and_source() -> None:
     facts = await extract([line("I love tea", who=BOB, message_id="m42")])
     assert len(facts) == 1
@@ -260,7 +276,7 @@ async def test_a_clause_about_someone_named_is_its_own_fact() -> None:
     facts = await extract("I'm vegetarian, and Bob is allergic to shellfish")
     assert summary(facts) == [
         ("Alice is vegetarian", F, 8, "speaker"),
-        ("Bob is allergic to shellfish", F, 9, "speaker"),
+        ("Bob is allergic to shellfish", F, 9, "circle"),
     ]
     facts = await extract("I love spicy food but Bob can't eat chili")
     assert [f.content for f in facts] == ["Alice loves spicy food", "Bob can't eat chili"]
