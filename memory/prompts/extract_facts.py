@@ -50,8 +50,10 @@ to peanuts"), never "I" or "the user". At most 30 words.
 connections, "context" for ongoing situations and plans.
 - importance 1-10: 9-10 health and safety (allergies), key dates; 6-8 stable preferences, \
 names of close people; 3-5 everything else worth keeping; do not return trivia.
-- about: "circle" only for statements about the whole group said in the group ("we", \
-"our"); otherwise "speaker". speaker_id is the id of the person who said it.
+- about: "circle" for what is said in the group about the whole group ("we", "our"), \
+about someone named ("Sam is allergic to shellfish") or about a shared event ("the \
+review is on Thursday"): any member may correct it; otherwise, and always in a DM, \
+"speaker". speaker_id is the id of the person who said it.
 - Lines weigh differently: trust user lines (weight 1.0) most; tool output (0.5) and \
 the assistant's own words (0.2) only when a user confirms them.
 - A day said relative to its line ("today", "tomorrow", "on Friday", "this Friday", "next \

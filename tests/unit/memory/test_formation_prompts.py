@@ -65,3 +65,13 @@ def test_the_notes_are_told_the_same_and_to_date_their_days() -> None:
     rule = " ".join(system.split())
     assert "counted from when that line was said" in rule
     assert '"next Friday (said on Monday, March 2)"' in rule
+
+
+def test_a_real_model_is_told_whose_a_group_s_statement_is_as_the_rules_read_it() -> None:
+    """The offline rules make "Sam is allergic to shellfish" and "the review is on
+    Thursday", said in a group, the circle's; a real model is told the same, and that a
+    DM's is the speaker's."""
+    system = EXTRACT_FACTS.build(_ctx(at=SAID))[0].content
+    assert "about someone named" in system and "Sam is allergic to shellfish" in system
+    assert "the review is on Thursday" in system
+    assert 'always in a DM, "speaker"' in " ".join(system.split())
