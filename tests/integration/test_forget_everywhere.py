@@ -80,7 +80,11 @@ async def test_a_forget_reaches_notes_summaries_and_the_journal_and_only_the_ask
     # the shared notes keep Eli's sentences, and Dana's about other things
     kept = " ".join(_texts(after, "reflections") + _texts(after, "consolidated"))
     assert "hedge along the driveway" in noted and "hedge along the driveway" in kept
-    assert "yoga class" in kept and "curtains" in kept
+    assert "lighthouse keepers" in kept and "curtains" in kept
+    # and what was learned of Dana's other things (the moved class is a fact, dated)
+    assert [f for f in _texts(after, "facts") if "yoga class" in f] == [
+        f for f in _texts(before, "facts") if "yoga class" in f
+    ] != []
 
 
 async def test_a_forget_rewrites_a_shared_summary_and_drops_the_question(
