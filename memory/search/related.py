@@ -32,8 +32,8 @@ _FAMILIES: Final = (
     "birthday born bday",
     # the animals a household keeps
     "pet pets dog dogs puppy cat cats kitten",
-    # where someone lives
-    "live lives living moved address neighbourhood neighborhood",
+    # where someone lives (not "moved": "the review moved to Friday" is no home)
+    "live lives living address neighbourhood neighborhood",
 )
 
 

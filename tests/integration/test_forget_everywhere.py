@@ -82,9 +82,11 @@ async def test_a_forget_reaches_notes_summaries_and_the_journal_and_only_the_ask
     assert "hedge along the driveway" in noted and "hedge along the driveway" in kept
     assert "lighthouse keepers" in kept and "curtains" in kept
     # and what was learned of Dana's other things (the moved class is a fact, dated)
-    assert [f for f in _texts(after, "facts") if "yoga class" in f] == [
-        f for f in _texts(before, "facts") if "yoga class" in f
-    ] != []
+    assert (
+        [f for f in _texts(after, "facts") if "yoga class" in f]
+        == [f for f in _texts(before, "facts") if "yoga class" in f]
+        != []
+    )
 
 
 async def test_a_forget_rewrites_a_shared_summary_and_drops_the_question(
