@@ -40,7 +40,7 @@ from memory.models import (
     Viewer,
 )
 from memory.operation_result import OperationResult
-from memory.ports import Clock, Embedder
+from memory.ports import Clock, Embedder, Vector
 from memory.privacy import is_visible
 from memory.prompts.common import Person
 from memory.rules.dates import MONTHS, WEEKDAYS
@@ -87,10 +87,11 @@ def _content_terms(text: str) -> set[str]:
 
 def overlap(a: str, b: str) -> float:
     """Share of ``a``'s content terms found in ``b`` (stemmed, stopwords dropped)."""
-    terms = _content_terms(a)
-    if not terms:
-        return 0.0
-    return len(terms & _content_terms(b)) / len(terms)
+    return _share(_content_terms(a), b)
+
+
+def _share(terms: set[str], b: str) -> float:
+    return len(terms & _content_terms(b)) / len(terms) if terms else 0.0
 
 
 #: What says when, not what: a correction's new day or time ("actually the review moved
@@ -106,10 +107,7 @@ _WHEN_TERMS: Final = frozenset(
 
 def subject_overlap(a: str, b: str) -> float:
     """:func:`overlap` on what ``a`` is about: its terms without days, times and numbers."""
-    terms = {t for t in _content_terms(a) if t not in _WHEN_TERMS and not t[:1].isdigit()}
-    if not terms:
-        return 0.0
-    return len(terms & _content_terms(b)) / len(terms)
+    return _share({t for t in _content_terms(a) if t not in _WHEN_TERMS and not t[:1].isdigit()}, b)
 
 
 class MemoryOperations:
@@ -255,14 +253,13 @@ class MemoryOperations:
             if statement
             else []
         )
-        replaced: Fact | None = None
-        if probe:
-            replaced = await self._closest(viewer, partitions, probe, CORRECTION_MATCH)
-        if replaced is None and not negated and facts:
-            # As it will be stored: "the party is on Saturday" is "The party is on
-            # Saturday, January 10", which is close to "… on Friday, January 9" where the
-            # words as said are not.
-            replaced = await self._closest(viewer, partitions, facts[0][0], CORRECTION_MATCH)
+        # The words as said, then as they will be stored: "the party is on Saturday" is
+        # "The party is on Saturday, January 10", close to "… on Friday, January 9" where
+        # the words as said are not.
+        probes = [probe] if probe else []
+        if probe and not negated and facts:
+            probes.append(facts[0][0])
+        replaced = await self._closest(viewer, partitions, probes, CORRECTION_MATCH)
         now = self.clock.now()
         if replaced is not None:
             await self.facts.invalidate(replaced.id, at=now, reason="corrected by the person")
@@ -310,11 +307,14 @@ class MemoryOperations:
         }
 
     async def _closest(
-        self, viewer: Viewer, partitions: set[Partition], text: str, threshold: float
+        self, viewer: Viewer, partitions: set[Partition], texts: Sequence[str], threshold: float
     ) -> Fact | None:
-        """The fact of ``partitions`` that ``text`` corrects: the closest that shares at
-        least ``threshold`` of its content terms, or that says nearly the same by meaning
-        (:data:`CORRECTION_COSINE`), newest first among equals."""
+        """The fact of ``partitions`` a correction replaces, by the first of ``texts`` that
+        finds one: the closest that shares at least ``threshold`` of its content terms, or
+        that says nearly the same by meaning (:data:`CORRECTION_COSINE`), newest first
+        among equals. The facts are read, and the texts embedded, once for all of them."""
+        if not texts:
+            return None
         candidates = [
             f
             for f in await self.facts.list_visible(viewer, with_embeddings=True)
@@ -322,17 +322,22 @@ class MemoryOperations:
         ]
         if not candidates:
             return None
-        query = (await self.embedder.embed([text]))[0]
+        queries = await self.embedder.embed(list(texts))
 
-        def closeness(fact: Fact) -> float:
+        def closeness(text: str, query: Vector, fact: Fact) -> float:
             terms = max(overlap(text, fact.content), subject_overlap(text, fact.content))
             if fact.embedding is None or len(fact.embedding) != len(query):
                 return terms
             cosine = float(np.dot(np.asarray(fact.embedding), np.asarray(query)))
             return max(terms, cosine if cosine >= CORRECTION_COSINE else 0.0)
 
-        score, best = max(((closeness(f), f) for f in candidates), key=lambda pair: pair[0])
-        return best if score >= threshold else None
+        for text, query in zip(texts, queries, strict=True):
+            score, best = max(
+                ((closeness(text, query, f), f) for f in candidates), key=lambda pair: pair[0]
+            )
+            if score >= threshold:
+                return best
+        return None
 
     async def _ranked(self, text: str, facts: Sequence[Fact]) -> list[tuple[float, Fact]]:
         """Facts by closeness to ``text``, best first: the larger of shared content terms

@@ -50,7 +50,7 @@ from memory.search.fusion import (
 from memory.search.guess import Guess, guess_key, stamp_of
 from memory.search.own_first import own_first
 from memory.search.recent import RecentLeg
-from memory.search.related import covers, with_related_words
+from memory.search.related import keyword_share, with_related_words
 from memory.search.results import RetrievalResult, ScoredFact
 from memory.search.text import tokenize
 
@@ -502,7 +502,7 @@ class Retriever:
             if wanted and (i in scores.get("keyword", {}) or i in named):
                 held = c.terms if c.terms is not None else frozenset(tokenize(c.content))
                 terms = set(held) | named.get(i, frozenset())
-                coverage[i] = sum(covers(w, terms) for w in wanted) / len(wanted)
+                coverage[i] = keyword_share(wanted, terms)
         scores = {**scores, "keyword": coverage} if "keyword" in scores else dict(scores)
         names = list(scores)
         weights = [self._leg_weight(name) for name in names]

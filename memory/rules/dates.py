@@ -66,17 +66,14 @@ _THIS_WEEKEND = re.compile(r"\bthis\s+weekend\b(?!'s\b)", re.IGNORECASE)
 #: A preceding "on" ("the game is on tonight") is taken with it, so the result does not
 #: read "on on the evening of …".
 _TONIGHT = re.compile(r"\b(?:on\s+)?tonight\b(?!'s\b)", re.IGNORECASE)
-#: "coming Thursday", "arrives Friday": a coming day named bare after a verb of coming or
-#: going, read as "on Thursday" (not "Thursday is my favourite day").
+#: "coming Thursday", "arrives Friday", "moved to Friday": a coming day named bare after
+#: a verb of coming or going, or of a plan moved, read as "on Thursday" (not "Thursday is
+#: my favourite day"); :data:`_TO_ON` then drops the "on" after "to".
 _BARE_WEEKDAY = re.compile(
     r"\b(?P<verb>coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving|arrives"
-    rf"|comes|visits|leaving|leaves|starting|starts)\s+{_ONE_WEEKDAY}",
-    re.IGNORECASE,
-)
-#: "moved to Friday", "postponed until Thursday": the coming day a plan now falls on.
-_MOVED_TO_WEEKDAY = re.compile(
-    r"\b(?P<verb>(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off"
-    rf"|brought\s+forward)\s+(?:to|until|till))\s+{_ONE_WEEKDAY}",
+    r"|comes|visits|leaving|leaves|starting|starts"
+    r"|(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off|brought\s+forward)"
+    rf"\s+(?:to|until|till))\s+{_ONE_WEEKDAY}",
     re.IGNORECASE,
 )
 #: A resolved day after "to" or "until": the day reads without its "on".
@@ -121,11 +118,9 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         ahead = (wanted - now.weekday()) % 7
         if ahead == 0 and match.groupdict().get("lead", "").lower() != "this":
             ahead = 7  # "on Friday" or "coming Friday", said on a Friday, is the next one
-        day = _weekday_and_day(now + timedelta(days=ahead))
+        day = f"on {_weekday_and_day(now + timedelta(days=ahead))}"
         verb = match.groupdict().get("verb")
-        if verb and _MOVED_TO_WEEKDAY.match(match.group()):
-            return f"{verb} {day}"  # "moved to Friday, January 9", not "to on …"
-        return f"{verb} on {day}" if verb else f"on {day}"
+        return f"{verb} {day}" if verb else day
 
     def past(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
@@ -153,7 +148,6 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
     text = _RELATIVE.sub(absolute, text)
     text = _COMING_WEEKDAY.sub(coming, text)
     text = _BARE_WEEKDAY.sub(coming, text)
-    text = _MOVED_TO_WEEKDAY.sub(coming, text)
     text = _LAST_WEEKDAY.sub(past, text)
     text = _SPAN.sub(span, text)
     text = _THIS_WEEKEND.sub(weekend, text)

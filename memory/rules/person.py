@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from memory.models import ThreadKind
@@ -97,8 +98,8 @@ def to_third_person(text: str, voice: Voice) -> str:
     name = voice.name
     # "I'm Maya, I run the studio": the introduction would read "Maya is Maya". Said alone
     # it is kept as said ("remember that I'm Maya" is stored, as the person was told).
-    rest = _introduction(name).sub("", text)
-    if rest.strip(" ,.;!"):
+    rest = _without_introduction(text, name)
+    if rest:
         text = rest
     for pattern, verb in _I_CONTRACTIONS:
         text = pattern.sub(f"{name} {verb}", text)
@@ -116,7 +117,9 @@ def to_third_person(text: str, voice: Voice) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
+@lru_cache(maxsize=256)
 def _introduction(name: str) -> re.Pattern[str]:
+    """ "Hi! I'm <name>, …" / "my name is <name> and …" at the start of a line."""
     return re.compile(
         rf"^(?:hi|hello|hey)?[\s,!]*(?:i'?m|i\s+am|my\s+name\s+is|this\s+is)\s+{re.escape(name)}"
         r"\b(?=\s*(?:[,.;!]|and\b|$))(?:\s*[,.;!])?(?:\s*and\b)?\s*",
@@ -124,10 +127,16 @@ def _introduction(name: str) -> re.Pattern[str]:
     )
 
 
+def _without_introduction(text: str, name: str) -> str:
+    """``text`` after the speaker's introduction of themselves; empty if that is all."""
+    rest = _introduction(name).sub("", text)
+    return rest if rest.strip(" ,.;!") else ""
+
+
 def only_introduces(text: str, voice: Voice) -> bool:
     """Whether ``text`` only says who the speaker is ("Hi! I'm Maya."): a note of it
     would read "Maya is Maya"."""
-    return not _introduction(voice.name).sub("", text.strip()).strip(" ,.;!")
+    return not _without_introduction(text, voice.name)
 
 
 def _i_with_verb(match: re.Match[str], name: str) -> str:

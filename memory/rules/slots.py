@@ -71,22 +71,10 @@ _COPULA = re.compile(
     r"(?:\s+any\s?(?:more|longer))?$",
     re.IGNORECASE,
 )
-_SAME_PREDICATE: Final = {
-    "moved to": "lives in",
-    "live in": "lives in",
-    "work at": "works at",
-    # A new job is where the person works now.
-    "started working at": "works at",
-    "began working at": "works at",
-    "started working for": "works for",
-    "began working for": "works for",
-    "started working as": "works as",
-    "began working as": "works as",
-    "started a new job at": "works at",
-    "started a new job with": "works at",
-    "got a new job at": "works at",
-    "got a new job with": "works at",
-}
+_SAME_PREDICATE: Final = {"moved to": "lives in", "live in": "lives in", "work at": "works at"}
+#: A new job is where the person works now: "started working for" is "works for",
+#: "got a new job with" is "works at".
+_NEW_JOB = re.compile(r"^(?:(?:started|began)\s+working|(?:started|got)\s+a\s+new\s+job)\b")
 _MAX_SUBJECT_WORDS: Final = 6
 
 
@@ -130,6 +118,7 @@ def _single(text: str) -> Slot | None:
     if match is None:
         return None
     predicate = " ".join(match.group("p").lower().split())
+    predicate = _NEW_JOB.sub("works", predicate).replace("works with", "works at")
     predicate = re.sub(r"^(work|live)s?\b", r"\1s", predicate)
     predicate = _SAME_PREDICATE.get(predicate, predicate)
     if predicate.startswith("wants"):

@@ -144,30 +144,15 @@ _rule = make_rule
 
 _FACT, _REL, _CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
 _OWNER = rf"(?:{_IAM}|(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:is|are|'s))"
+# The health rules read the speaker, their people, and someone named ("Sam is allergic to
+# shellfish", said by Leo): what a family or a team must not get wrong when it cooks or
+# orders for everyone. Shared: someone named is the circle's ("I …", "my …" are not).
+_WHOSE_IS = rf"(?:{_OWNER}|{_NAMED}\s+is)"
 RULES: Final = (
-    _rule("allergy", rf"^{_OWNER}\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9),
+    _rule("allergy", rf"^{_WHOSE_IS}\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9, shared=True),
     _rule(
         "allergy",
-        rf"^{_HAVE}\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
-        r"(?P<obj>[\w\s-]{1,40}?)\s+allerg(?:y|ies)$",
-        _FACT,
-        9,
-    ),
-    _rule(
-        "intolerance",
-        rf"^{_OWNER}\s+{_ADV}(?:lactose[\s-]+|gluten[\s-]+)?(?:intolerant|coeliac|celiac"
-        r"|diabetic|epileptic|asthmatic)\b(?P<obj>.*)$",
-        _FACT,
-        8,
-    ),
-    # The same about someone named ("Sam is allergic to shellfish", said by Leo): what a
-    # family or a team must not get wrong when it cooks or orders for everyone.
-    _rule(
-        "allergy", rf"^{_NAMED}\s+is\s+{_ADV}allergic\s+to\s+(?P<obj>.+)$", _FACT, 9, shared=True
-    ),
-    _rule(
-        "allergy",
-        rf"^{_NAMED}\s+has\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
+        rf"^(?:{_HAVE}|{_NAMED}\s+has)\s+(?:an?\s+)?(?:severe\s+|mild\s+|serious\s+)?"
         r"(?P<obj>[\w\s-]{1,40}?)\s+allerg(?:y|ies)$",
         _FACT,
         9,
@@ -175,7 +160,7 @@ RULES: Final = (
     ),
     _rule(
         "intolerance",
-        rf"^{_NAMED}\s+is\s+{_ADV}(?:lactose[\s-]+|gluten[\s-]+)?(?:intolerant|coeliac|celiac"
+        rf"^{_WHOSE_IS}\s+{_ADV}(?:lactose[\s-]+|gluten[\s-]+)?(?:intolerant|coeliac|celiac"
         r"|diabetic|epileptic|asthmatic)\b(?P<obj>.*)$",
         _FACT,
         8,

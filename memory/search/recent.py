@@ -34,7 +34,7 @@ from memory.ports import Embedder, Vector
 from memory.privacy import is_visible
 from memory.search.candidate import Candidate
 from memory.search.fusion import BlendConfig, importance_score, recency_score
-from memory.search.related import covers
+from memory.search.related import keyword_share
 from memory.search.text import CHAT_STOPWORDS, ENGLISH_STOPWORDS, tokenize
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class RecentLeg:
         found: list[tuple[Candidate, float, float]] = []
         for message, cosine in zip(messages, cosines, strict=True):
             terms = set(tokenize(message.text)) | names.get(message.user_id or "", frozenset())
-            share = sum(covers(w, terms) for w in asked) / len(asked) if asked else 0.0
+            share = keyword_share(asked, terms)
             if share <= 0 and cosine < self.config.min_dense:
                 continue
             weight = self.config.dense_weight

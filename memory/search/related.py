@@ -71,3 +71,9 @@ def with_related_words(query: str) -> str:
 def covers(wanted: str, held: frozenset[str] | set[str]) -> bool:
     """Whether a memory holding the stems ``held`` covers the query stem ``wanted``."""
     return wanted in held or not related_stems(wanted).isdisjoint(held)
+
+
+def keyword_share(wanted: set[str], held: frozenset[str] | set[str]) -> float:
+    """The share of the query's stems ``wanted`` that a memory holding ``held`` covers (0
+    for a query of none): the keyword share the relevance floors read."""
+    return sum(covers(w, held) for w in wanted) / len(wanted) if wanted else 0.0
