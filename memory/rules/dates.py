@@ -44,11 +44,14 @@ _OFFSETS: Final = {"yesterday": -1, "today": 0, "tomorrow": 1}
 WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 #: Any day of the week, as a regular expression (match it case-insensitively).
 WEEKDAY: Final = rf"(?:{'|'.join(WEEKDAYS)})"
-#: A weekday named as one day, to follow what leads to it: not "Fridays" or "Friday
-#: nights" (a habit), and not "Friday 9 January" or "Friday, January 9" (dated already).
+#: A part of one day: "Wednesday evening" is one evening, "Wednesday evenings" a habit.
+_PART_OF_DAY: Final = r"(?:morning|afternoon|evening|night)"
+#: A weekday named as one day, to follow what leads to it, with the part of that day if
+#: one is named ("Friday night"): not "Fridays" or "Friday nights" (a habit), and not
+#: "Friday 9 January" or "Friday, January 9" (dated already).
 _ONE_WEEKDAY = (
-    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?!\s+(?:nights?|mornings?|afternoons?|evenings?)\b)"
-    rf"(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
+    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?:\s+(?P<part>{_PART_OF_DAY})\b(?!'?s\b))?"
+    rf"(?!\s+{_PART_OF_DAY}'?s\b)(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
 )
 #: "on Friday", "this Friday": one coming day. Not "next Friday", which people read two
 #: ways.
@@ -66,18 +69,21 @@ _THIS_WEEKEND = re.compile(r"\bthis\s+weekend\b(?!'s\b)", re.IGNORECASE)
 #: A preceding "on" ("the game is on tonight") is taken with it, so the result does not
 #: read "on on the evening of …".
 _TONIGHT = re.compile(r"\b(?:on\s+)?tonight\b(?!'s\b)", re.IGNORECASE)
+#: A plan moved to another time: "moved to", "pushed back to", "put off until".
+MOVED_TO: Final = (
+    r"(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off|brought\s+forward)"
+    r"\s+(?:to|until|till)"
+)
 #: "coming Thursday", "arrives Friday", "moved to Friday": a coming day named bare after
 #: a verb of coming or going, or of a plan moved, read as "on Thursday" (not "Thursday is
 #: my favourite day"); :data:`_TO_ON` then drops the "on" after "to".
 _BARE_WEEKDAY = re.compile(
     r"\b(?P<verb>coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving|arrives"
-    r"|comes|visits|leaving|leaves|starting|starts"
-    r"|(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off|brought\s+forward)"
-    rf"\s+(?:to|until|till))\s+{_ONE_WEEKDAY}",
+    rf"|comes|visits|leaving|leaves|starting|starts|{MOVED_TO})\s+{_ONE_WEEKDAY}",
     re.IGNORECASE,
 )
 #: A resolved day after "to" or "until": the day reads without its "on".
-_TO_ON = re.compile(r"\b(?P<to>to|until|till)\s+on\s+(?=(?:the\s+evening\s+of\s+)?[A-Z])")
+_TO_ON = re.compile(rf"\b(?P<to>to|until|till)\s+on\s+(?=(?:the\s+{_PART_OF_DAY}\s+of\s+)?[A-Z])")
 #: "last Friday": the latest one before the day it was said.
 _LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORECASE)
 #: "next Friday", "next weekend": the coming one to some, the one after to others. Kept
@@ -118,7 +124,9 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         ahead = (wanted - now.weekday()) % 7
         if ahead == 0 and match.groupdict().get("lead", "").lower() != "this":
             ahead = 7  # "on Friday" or "coming Friday", said on a Friday, is the next one
-        day = f"on {_weekday_and_day(now + timedelta(days=ahead))}"
+        day = _weekday_and_day(now + timedelta(days=ahead))
+        part = match.groupdict().get("part")
+        day = f"on the {part.lower()} of {day}" if part else f"on {day}"
         verb = match.groupdict().get("verb")
         return f"{verb} {day}" if verb else day
 

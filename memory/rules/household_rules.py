@@ -38,7 +38,7 @@ import re
 from typing import Final
 
 from memory.models import Category
-from memory.rules.dates import WEEKDAY
+from memory.rules.dates import MOVED_TO, WEEKDAY
 from memory.rules.statement_rules import PERSON, PET, Rule, make_rule
 
 #: People a household deals with by their role, beyond family (statement_rules' PERSON).
@@ -92,9 +92,11 @@ _EVENT = (
     r"|delivery|pickup|pick-?up|drop-?off|open\s+day|sports\s+day|school\s+trip"
     rf"|{_APPOINTMENT}"
 )
-#: An event by its owner and its kind: "the client review with Northwind", "Mia's recital".
+#: An event by its owner and its kind: "the client review with Northwind", "Mia's recital",
+#: or by its kind alone ("Dentist appointment is on Monday").
 _AN_EVENT = (
-    rf"(?:the|(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
+    rf"(?:(?:the|(?:my|our)|{_NAME}'s)\s+)?(?!(?:every|each|any|no|all|some)\b)"
+    rf"(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
     r"(?:\s+(?:with|for|at|in|to)\s+[\w\s.'-]{1,40}?)?"
 )
 _ROLE, _CTX_, _FACT_ = Category.RELATIONSHIP, Category.CONTEXT, Category.FACT
@@ -193,8 +195,7 @@ HOUSEHOLD_RULES: Final = (
     # it falls on now (a correction, said with "actually", replaces the old one).
     make_rule(
         "event",
-        rf"^{_AN_EVENT}\s+(?:has\s+|was\s+|got\s+|is\s+|'s\s+)?(?:been\s+)?(?:moved|postponed"
-        r"|pushed(?:\s+back)?|rescheduled|put\s+off|brought\s+forward)\s+(?:to|until|till)\s+"
+        rf"^{_AN_EVENT}\s+(?:has\s+|was\s+|got\s+|is\s+|'s\s+)?(?:been\s+)?{MOVED_TO}\s+"
         rf"(?P<obj>{_WHEN_FIRST}.*)$",
         _CTX_,
         6,

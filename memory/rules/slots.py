@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from memory.rules.dates import MONTHS, MOVED_TO, WEEKDAY
 from memory.rules.language import norm_key, strip_end
 
 Relation = Literal["same", "refines", "contradicts"]
@@ -71,6 +72,24 @@ _COPULA = re.compile(
     r"(?:\s+any\s?(?:more|longer))?$",
     re.IGNORECASE,
 )
+#: When something happens, as the rules write it once dated: a day, a month, a part of a
+#: day or an hour first ("on Friday, January 9 at 10", "at 3pm", "the week of January
+#: 12"), so "Leo is on holiday", "the meeting is at the office" and "Sam is 30" are not
+#: times.
+_WHEN_VALUE = (
+    rf"(?:(?:on\s+)?(?:the\s+(?:morning|afternoon|evening|night|week|weekend)\s+of\s+"
+    rf"|{WEEKDAY}\b|(?:{'|'.join(MONTHS)})\b)|(?:at\s+)?\d{{1,2}}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{{1,2}}(?::\d\d)?$)"
+)
+#: An event and when it is: "the review is on Thursday, January 8 at 3pm", "the Northwind
+#: review was moved to Friday, January 9". One time at once: a later one replaces it.
+_WHEN = re.compile(
+    rf"^(?P<s>.+?)\s+(?:is\s+(?:now\s+)?|(?:(?:has|have)\s+been\s+|was\s+|were\s+|got\s+"
+    rf"|is\s+|are\s+)?{MOVED_TO}\s+)(?P<o>{_WHEN_VALUE}.*)$",
+    re.IGNORECASE,
+)
+#: Words that do not tell one event from another: "the review with Northwind" is "the
+#: Northwind review".
+_EVENT_FILLER: Final = frozenset({"a", "an", "the", "with", "for", "at", "in", "to", "of", "our"})
 _SAME_PREDICATE: Final = {"moved to": "lives in", "live in": "lives in", "work at": "works at"}
 #: A new job is where the person works now: "started working for" is "works for",
 #: "got a new job with" is "works at".
@@ -83,7 +102,7 @@ def parse_slot(fact: str) -> Slot | None:
     text = strip_end(" ".join(fact.split()))
     if not text or len(text) > 300:
         return None
-    for parse in (_sentiment, _habit, _single, _copula):
+    for parse in (_sentiment, _habit, _when, _single, _copula):
         slot = parse(text)
         if slot is not None and len(slot.subject.split()) <= _MAX_SUBJECT_WORDS:
             return slot
@@ -111,6 +130,14 @@ def _habit(text: str) -> Slot | None:
     return Slot(
         _key(match.group("s")), verb, _key(match.group("o")), match.group("neg") is None, False
     )
+
+
+def _when(text: str) -> Slot | None:
+    match = _WHEN.match(text)
+    if match is None:
+        return None
+    when = re.sub(r"^on\s+", "", _key(match.group("o")))  # "is on Friday" = "moved to Friday"
+    return Slot(_key(match.group("s")), "happens", when, True, True)
 
 
 def _single(text: str) -> Slot | None:
@@ -149,14 +176,26 @@ def shares_slot(a: str, b: str) -> bool:
         first is not None
         and second is not None
         and first.single
-        and first.subject == second.subject
         and first.predicate == second.predicate
+        and _same_subject(first, second)
     )
+
+
+def _same_subject(first: Slot, second: Slot) -> bool:
+    """Whether two slots are about the same subject. An event may be named with fewer
+    words the second time ("the review with Northwind", then "the Northwind review"), so
+    for when it happens one name's words within the other's is enough."""
+    if first.subject == second.subject:
+        return True
+    if first.predicate != "happens":
+        return False
+    one, other = (set(s.subject.split()) - _EVENT_FILLER for s in (first, second))
+    return bool(one and other) and (one <= other or other <= one)
 
 
 def relate(new: Slot, old: Slot) -> Relation | None:
     """How a newer fact's slot relates to an older one's, or None if unrelated."""
-    if new.subject != old.subject or new.predicate != old.predicate:
+    if new.predicate != old.predicate or not _same_subject(new, old):
         return None
     if new.single:
         if new.obj == old.obj:

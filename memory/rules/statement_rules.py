@@ -84,7 +84,8 @@ STATE_OBJECT = re.compile(
 #: clause with one is a situation or a schedule, not a mood.
 TIME_MARKER = re.compile(
     r"\b(?:next|tomorrow|tonight|soon|this\s+(?:week|weekend|month|year|summer|winter|spring"
-    rf"|autumn|fall|{WEEKDAY})|on\s+{WEEKDAY}s?|in\s+(?:january|february|march"
+    rf"|autumn|fall|{WEEKDAY})|on\s+{WEEKDAY}s?|(?:coming|arriving|arrives|comes|visiting"
+    rf"|visits)\s+{WEEKDAY}|in\s+(?:january|february|march"
     r"|april|may|june|july|august|september|october|november|december|\d+\s+(?:days|weeks"
     r"|months|years))|at\s+\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\b\.?)?)\b",
     re.IGNORECASE,

@@ -181,3 +181,51 @@ async def test_someone_can_correct_what_another_member_said_about_them(
         assert "Sam is allergic to shellfish" not in answer, answer
     assert "Sam is allergic to shellfish" not in current_facts(dumps(out)[-1])
     assert_shows_nothing_of("Mondays", *probes(out))
+
+
+async def test_a_move_said_in_passing_replaces_the_time_and_a_dm_moves_nothing(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Sam says when the review is. The next day Maya mentions in passing, not to
+    Alfred, that it moved, and Leo that the dentist appointment got pushed back; Leo also
+    tells Alfred in his DM that the review moved to Monday. After formation and a day the
+    group is told only the new times, dated. Leo's DM is his own memory: it does not move
+    the team's review, and nobody else is shown it."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "studio", "members": ["maya", "leo", "sam"]},
+            say("sam", "group:studio", "The client review with Northwind is on Thursday at 3pm"),
+            say("leo", "group:studio", "Dentist appointment is on Monday at 9"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1h"},
+            say("maya", "group:studio", "The Northwind review was moved to Friday at 10"),
+            say(
+                "leo",
+                "group:studio",
+                "the dentist appointment got pushed back to Wednesday evening",
+            ),
+            say("leo", "dm:leo", "The Northwind review was moved to Monday, keep it quiet"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            say("sam", "group:studio", "@alfred when is the Northwind review?"),
+            say("maya", "group:studio", "@alfred when is the dentist appointment?"),
+            probe("sam", "group:studio", "is the Northwind review on Monday?"),
+            probe("maya", "dm:maya", "when is the Northwind review?"),
+            probe("sam", "dm:sam", "Northwind review Monday"),
+            {"dump": "all"},
+        ],
+        tmp_path / "p",
+    )
+    review, dentist = reply_texts(out)[-2:]
+    assert "Friday, January 9 at 10" in review, review
+    assert "Thursday" not in review and "Monday" not in review, review
+    assert "the evening of Wednesday, January 7" in dentist, dentist
+    assert "Monday" not in dentist, dentist
+    assert sorted(f for f in current_facts(dumps(out)[-1]) if "review" in f) == [
+        "The Northwind review was moved to Friday, January 9 at 10",
+        "The Northwind review was moved to Monday, January 12",
+    ]
+    assert_shows_nothing_of("January 12", *probes(out))

@@ -34,6 +34,16 @@ MONDAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
         ("the dentist on Monday", "the dentist on Monday, January 12"),
         ("the dentist this Monday", "the dentist on Monday, January 5"),
         ("a barbecue on Sunday", "a barbecue on Sunday, January 11"),
+        # one part of one day ("Friday nights" is a habit, below)
+        ("the party is on Saturday night", "the party is on the night of Saturday, January 10"),
+        (
+            "the train leaves Sunday morning",
+            "the train leaves on the morning of Sunday, January 11",
+        ),
+        (
+            "the dentist got pushed back to Wednesday evening",
+            "the dentist got pushed back to the evening of Wednesday, January 7",
+        ),
     ],
 )
 def test_a_coming_day_is_named_with_its_date(said: str, kept: str) -> None:
@@ -50,6 +60,7 @@ def test_a_coming_day_is_named_with_its_date(said: str, kept: str) -> None:
         "the party on Friday, January 9",
         "Friday is my favourite day",
         "the party on Friday's menu",
+        "the party on Friday night's menu",
     ],
 )
 def test_habits_and_dated_days_are_left_as_said(said: str) -> None:
@@ -139,7 +150,6 @@ def test_what_people_read_two_ways_keeps_the_day_it_was_said(said: str, kept: st
         "the week after",
         "the cleaner comes Fridays",  # a habit
         "the rent is due Friday",  # maybe every Friday: left to the recurring rule
-        "the train leaves Sunday morning",
     ],
 )
 def test_next_and_in_that_name_no_span_are_left_as_said(said: str) -> None:

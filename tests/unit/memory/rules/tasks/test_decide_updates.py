@@ -38,10 +38,31 @@ def cand(
         ("Alice doesn't eat meat", "Alice eats meat"),
         ("Alice's birthday is May 5", "Alice's birthday is March 3"),
         ("Alice wants Alfred to reply in French", "Alice wants Alfred to reply in Spanish"),
+        # an event is at one time: the later one replaces it, named in fewer words or not
+        (
+            "The Northwind review was moved to Friday, January 9 at 10",
+            "The client review with Northwind is on Thursday, January 8 at 3pm",
+        ),
+        (
+            "Bob's dentist appointment got pushed back to the evening of Wednesday, January 7",
+            "The dentist appointment is on Monday, January 12 at 9",
+        ),
+        ("The party is on Sunday, January 11", "The party is on Saturday, January 10"),
     ],
 )
 async def test_contradiction_updates(new: str, old: str) -> None:
     assert await decide([new], [cand(old, 0.96)]) == [
+        UpdateDecision(
+            new_index=0, action="UPDATE", target_id="f1", content=new, contradiction=True
+        )
+    ]
+
+
+async def test_an_event_moved_replaces_its_time_however_far_apart_the_embeddings() -> None:
+    """The moved review embeds far from the review as first said: the slot, not the
+    similarity, makes the old time a candidate."""
+    new = "The review was postponed to Friday, January 9"
+    assert await decide([new], [cand("The client review is on Thursday, January 8", 0.4)]) == [
         UpdateDecision(
             new_index=0, action="UPDATE", target_id="f1", content=new, contradiction=True
         )
@@ -67,6 +88,11 @@ async def test_refinement_updates_without_contradiction() -> None:
         ("Alice is vegetarian", "Alice is a vegetarian", 0.8),
         ("Alice enjoys hiking in the Alps", "Alice enjoys hiking in the Alps mountains", 0.97),
         ("Alice's sister is called Jane", "Alice has a sister called Jane", 0.95),
+        (
+            "The review was moved to Thursday, January 8",
+            "The review is on Thursday, January 8",
+            0.8,
+        ),
     ],
 )
 async def test_known_facts_are_none(new: str, old: str, similarity: float) -> None:
@@ -83,6 +109,15 @@ async def test_known_facts_are_none(new: str, old: str, similarity: float) -> No
         ("Alice likes tea", "Alice likes coffee", 0.9),
         ("Alice plays chess on Sundays", "Alice plays tennis", 0.8),
         ("Alice dislikes coffee", "Alice likes coffee", 0.5),
+        # other events, or not a time at all
+        ("The party is on Saturday, January 10", "The review is on Thursday, January 8", 0.75),
+        (
+            "Mia's dentist appointment is on Monday, January 12",
+            "Leo's dentist appointment is on Friday, January 9",
+            0.9,
+        ),
+        ("Leo is on holiday", "Leo is on Friday, January 9", 0.8),
+        ("Bob moved to Lisbon", "The review moved to Friday, January 9", 0.5),
     ],
 )
 async def test_different_facts_are_added(new: str, old: str, similarity: float) -> None:

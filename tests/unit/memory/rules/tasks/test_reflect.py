@@ -125,7 +125,8 @@ async def test_session_summary_picks_informative_user_sentences() -> None:
     assert await reflections(reflect_ctx(lines)) == [
         (
             ReflectionScope.SESSION,
-            "Bob needs to buy wine, cheese and bread from the market on Saturday morning.",
+            "Bob needs to buy wine, cheese and bread from the market on the morning of "
+            "Saturday, March 8.",
             None,
         ),
         (
