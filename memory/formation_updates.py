@@ -38,7 +38,7 @@ from memory.prompts.decide_updates import (
     UpdateDecision,
 )
 from memory.prompts.extract_facts import ExtractedFact
-from memory.rules.slots import shares_slot
+from memory.rules.slots import says_it_changed, shares_slot
 from memory.stores import FactStore, NotesStore, SemanticMirror
 
 
@@ -148,7 +148,7 @@ class UpdateStep:
             if prior is not None and action in ("UPDATE", "DELETE"):
                 # A later message of this batch changes what an earlier one said: the later
                 # wins, the earlier stays as history. Asked only when it is not the same
-                # person correcting themselves within a minute.
+                # person correcting themselves within a minute, nor news of a move.
                 before = stored_by_index.get(prior)
                 if before is not None:
                     await self._contradiction(
@@ -159,7 +159,10 @@ class UpdateStep:
                         before,
                         speaker,
                         report,
-                        ask=not _self_correction(placed[prior], placed[i], order),
+                        ask=not (
+                            _self_correction(placed[prior], placed[i], order)
+                            or says_it_changed(contents[i])
+                        ),
                     )
                     new_texts.append(contents[i])
                     continue
@@ -193,8 +196,10 @@ class UpdateStep:
                 recent = target.provenance.speaker_id == speaker and _within(
                     target.valid_at, _said_at(fact, order)[0]
                 )
+                # "the review was moved to Friday" is news, not a contradiction to ask about.
+                ask = not (recent or says_it_changed(fact.content))
                 stored_new = await self._contradiction(
-                    thread, fact, partition, provenance, target, speaker, report, ask=not recent
+                    thread, fact, partition, provenance, target, speaker, report, ask=ask
                 )
                 if stored_new is not None:
                     stored_by_index[i] = stored_new

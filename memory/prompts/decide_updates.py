@@ -59,7 +59,10 @@ Set contradiction true when the new fact and the existing one cannot both be tru
 (a changed preference, a new address, a different name); the old fact is kept as history.
 A new value for the same thing ("Ann's sister is called Mia" after "Ann's sister is \
 called Lea", "Ann drives a red Polo" after "Ann drives a blue Golf") is an UPDATE with \
-contradiction true, never an ADD: only one value may stay current. An existing fact \
+contradiction true, never an ADD: only one value may stay current. An event moved or \
+called off ("the review moved to Friday", "the plumber cancelled") is an UPDATE of the \
+fact saying when it was, contradiction true, even when it names the event in fewer \
+words. An existing fact \
 marked "earlier" is from an earlier message of the same conversation: the later message \
 wins (the person corrected themselves).
 Answer with JSON only: {"decisions": [{"new_index", "action", "target_id", "content", \

@@ -105,6 +105,10 @@ _COMES = (
     r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|around|by|back))?|visiting|arriving"
     r"|stopping\s+by|dropping\s+by|popping\s+(?:in|round|over|by))|comes|arrives|visits"
 )
+#: Someone expected: "the plumber", "Grandpa", "my sister".
+_VISITOR = rf"(?:(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})|{_NAME}|(?:my|our)\s+(?:{PERSON}))"
+#: Said of something that is not happening any more: "cancelled", "called off".
+_CALLED_OFF = r"(?:cancell?ed|called\s+off)"
 #: When, first thing after it: a day ("Thursday", "on Friday", "tomorrow", "next week")
 #: or an hour ("at 10").
 _WHEN_FIRST = (
@@ -197,6 +201,26 @@ HOUSEHOLD_RULES: Final = (
         "event",
         rf"^{_AN_EVENT}\s+(?:has\s+|was\s+|got\s+|is\s+|'s\s+)?(?:been\s+)?{MOVED_TO}\s+"
         rf"(?P<obj>{_WHEN_FIRST}.*)$",
+        _CTX_,
+        6,
+        shared=True,
+    ),
+    # "the review is cancelled", "dinner with the Smiths is off", "the party got called
+    # off": it is not happening; it replaces when it was (memory.rules.slots).
+    make_rule(
+        "event",
+        rf"^{_AN_EVENT}\s+(?:is|has\s+been|was|got|'s)\s+(?P<obj>{_CALLED_OFF}\b.*|off(?:,.+)?)$",
+        _CTX_,
+        6,
+        shared=True,
+    ),
+    # "the plumber cancelled", "Grandpa can't come on Sunday after all": a visit that is
+    # off. Only with nothing after it but when: "Sam cancelled the meeting" is not a visit.
+    make_rule(
+        "visit",
+        rf"^{_VISITOR}\s+(?P<obj>(?:has\s+)?{_CALLED_OFF}|(?:isn't|is\s+not|won't\s+be)"
+        r"\s+coming|can(?:'t|not)\s+(?:come|make\s+it))"
+        r"(?:\s+(?:after\s+all|again|today|tomorrow|tonight|(?:on|this|next)\s+.+))?$",
         _CTX_,
         6,
         shared=True,

@@ -92,8 +92,9 @@ def to_third_person(text: str, voice: Voice) -> str:
     """``text`` with the speaker's first-person words replaced by names.
 
     "I love" → "Alice loves" (verb agreement), "Bob and I love" → "Bob and Alice love"
-    (coordinated: plural stays), "my"/"mine" → "Alice's", "me"/"myself" → "Alice", "we"/"us"
-    → the voice's group, "our"/"ours" → its possessive. "US" (the country) is left alone.
+    (coordinated: plural stays), "my"/"mine" → "Alice's", "me" → "Alice", "myself" →
+    "themselves" ("I'll tell Bob myself" is not "… tell Bob Alice"), "we"/"us" → the
+    voice's group, "our"/"ours" → its possessive. "US" (the country) is left alone.
     """
     name = voice.name
     # "I'm Maya, I run the studio": the introduction would read "Maya is Maya". Said alone
@@ -105,7 +106,7 @@ def to_third_person(text: str, voice: Voice) -> str:
         text = pattern.sub(f"{name} {verb}", text)
     text = _I_VERB.sub(lambda m: _i_with_verb(m, name), text)
     text = _LONE_I.sub(name, text)
-    text = re.sub(r"\bmyself\b", name, text, flags=re.IGNORECASE)
+    text = re.sub(r"\bmyself\b", "themselves", text, flags=re.IGNORECASE)
     text = re.sub(r"\b(?:my|mine)\b", f"{name}'s", text, flags=re.IGNORECASE)
     text = re.sub(r"\bme\b", name, text, flags=re.IGNORECASE)
     for pattern, verb in _WE_CONTRACTIONS:

@@ -78,15 +78,29 @@ _COPULA = re.compile(
 #: times.
 _WHEN_VALUE = (
     rf"(?:(?:on\s+)?(?:the\s+(?:morning|afternoon|evening|night|week|weekend)\s+of\s+"
-    rf"|{WEEKDAY}\b|(?:{'|'.join(MONTHS)})\b)|(?:at\s+)?\d{{1,2}}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{{1,2}}(?::\d\d)?$)"
+    rf"|{WEEKDAY}s?\b|(?:{'|'.join(MONTHS)})\b)|(?:at\s+)?\d{{1,2}}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{{1,2}}(?::\d\d)?$)"
 )
 #: An event and when it is: "the review is on Thursday, January 8 at 3pm", "the Northwind
 #: review was moved to Friday, January 9". One time at once: a later one replaces it.
 _WHEN = re.compile(
     rf"^(?P<s>.+?)\s+(?:is\s+(?:now\s+)?|(?:(?:has|have)\s+been\s+|was\s+|were\s+|got\s+"
-    rf"|is\s+|are\s+)?{MOVED_TO}\s+)(?P<o>{_WHEN_VALUE}.*)$",
+    rf"|is\s+|are\s+)?{MOVED_TO}\s+|(?:(?:is|are)\s+(?:coming|visiting|arriving)|comes|arrives"
+    rf"|visits)(?:\s+(?:over|round|around|by|back))?(?:\s+for\s+\w+)?\s+)(?P<o>{_WHEN_VALUE}.*)$",
     re.IGNORECASE,
 )
+#: An event or a visit that is off: "the review is cancelled", "dinner with the Smiths is
+#: off", "the plumber cancelled", "Grandpa can't come on Sunday after all". Nothing else
+#: may follow but when, so "Sam cancelled the meeting" is not Sam's visit called off.
+_CALLED_OFF = re.compile(
+    r"^(?P<s>.+?)\s+(?:(?:is|has\s+been|was|got|'s)\s+(?:cancell?ed|called\s+off|off\b)"
+    r"|(?:has\s+)?(?:cancell?ed|called\s+off)|(?:isn't|is\s+not|won't\s+be)\s+coming"
+    r"|can(?:'t|not)\s+(?:come|make\s+it))"
+    r"(?:\s+(?:after\s+all|again|today|tomorrow|tonight|(?:on|this|next)\s+.+)|,.+)?$",
+    re.IGNORECASE,
+)
+_MOVED = re.compile(rf"\b{MOVED_TO}\b", re.IGNORECASE)
+#: An addition, not a change: "the practice is on Thursdays too".
+_ALSO = re.compile(r"\b(?:too|also|as\s+well)$", re.IGNORECASE)
 #: Words that do not tell one event from another: "the review with Northwind" is "the
 #: Northwind review".
 _EVENT_FILLER: Final = frozenset({"a", "an", "the", "with", "for", "at", "in", "to", "of", "our"})
@@ -133,11 +147,25 @@ def _habit(text: str) -> Slot | None:
 
 
 def _when(text: str) -> Slot | None:
+    if _ALSO.search(text):
+        return None
+    if (off := _CALLED_OFF.match(text)) is not None:
+        return Slot(_key(off.group("s")), "happens", "called off", True, True)
     match = _WHEN.match(text)
     if match is None:
         return None
     when = re.sub(r"^on\s+", "", _key(match.group("o")))  # "is on Friday" = "moved to Friday"
     return Slot(_key(match.group("s")), "happens", when, True, True)
+
+
+def says_it_changed(fact: str) -> bool:
+    """Whether a fact itself says that an event moved or is off ("the review was moved to
+    Friday", "the plumber cancelled"): then the time it replaces was not contradicted but
+    changed, and there is nothing to ask the person who said so."""
+    text = strip_end(" ".join(fact.split()))
+    if _when(text) is None:
+        return False
+    return _CALLED_OFF.match(text) is not None or _MOVED.search(text) is not None
 
 
 def _single(text: str) -> Slot | None:

@@ -229,3 +229,54 @@ async def test_a_move_said_in_passing_replaces_the_time_and_a_dm_moves_nothing(
         "The Northwind review was moved to Monday, January 12",
     ]
     assert_shows_nothing_of("January 12", *probes(out))
+
+
+async def test_what_is_called_off_or_moved_is_answered_as_it_is_now_without_a_question(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A family plans its week on Monday; the next day, in passing, the plumber cancels,
+    dinner with the Smiths is off and Jake's practice moves to Thursdays. After formation
+    and a day the group is told how things are now, and nobody is asked "has that
+    changed?" about news they gave. Nora's DM that the dentist is off is hers: it changes
+    nothing the group sees."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "home", "members": ["nora", "bob"]},
+            say("nora", "group:home", "The plumber is coming Thursday at 10"),
+            say("bob", "group:home", "Dinner with the Smiths is on Saturday at 7"),
+            say("bob", "group:home", "Jake's football practice is on Tuesdays at 5"),
+            say("nora", "group:home", "The dentist appointment is on Friday at 9"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1h"},
+            say("nora", "group:home", "The plumber cancelled"),
+            say("bob", "group:home", "dinner with the Smiths is off, they're sick"),
+            say("bob", "group:home", "Jake's football practice moved to Thursdays"),
+            say("nora", "dm:nora", "the dentist appointment is cancelled, I'll tell Bob myself"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1h"},
+            say("bob", "group:home", "@alfred when is the plumber coming?"),
+            say("nora", "group:home", "@alfred when is dinner with the Smiths?"),
+            say("nora", "group:home", "@alfred when is Jake's football practice?"),
+            say("bob", "group:home", "@alfred when is the dentist appointment?"),
+            probe("bob", "dm:bob", "is the dentist appointment cancelled?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "c",
+    )
+    plumber, dinner, practice, dentist = reply_texts(out)[-4:]
+    assert "The plumber cancelled" in plumber and "Thursday" not in plumber, plumber
+    assert "off" in dinner and "Saturday" not in dinner, dinner
+    assert "Thursdays" in practice and "Tuesdays" not in practice, practice
+    assert "Friday, January 9 at 9" in dentist and "cancelled" not in dentist, dentist
+    assert not [t for t in reply_texts(out) if "has that changed" in t]
+    assert sorted(current_facts(dumps(out)[-1])) == [
+        "Dinner with the Smiths is off, they're sick",
+        "Jake's football practice moved to Thursdays",
+        "The dentist appointment is cancelled, Nora will tell Bob themselves",
+        "The dentist appointment is on Friday, January 9 at 9",
+        "The plumber cancelled",
+    ]
+    assert_shows_nothing_of("tell Bob", *probes(out))

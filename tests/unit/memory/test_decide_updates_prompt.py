@@ -23,6 +23,7 @@ def test_the_prompt_says_explicit_facts_replace_and_the_later_message_wins() -> 
     system, user = (m.content for m in DECIDE_UPDATES.build(_ctx(explicit=True)))
     assert "the later message wins" in " ".join(system.split())
     assert "never an ADD" in system
+    assert "An event moved or called off" in " ".join(system.split())
     assert "told me these new facts themselves" in user
     assert "existing new:0 (similarity 0.60, earlier): Ann lives in Oslo" in user
     _, plain = (m.content for m in DECIDE_UPDATES.build(_ctx(explicit=False)))

@@ -127,6 +127,35 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "The dentist appointment is on Monday, January 12 at 9",
             "context",
         ),
+        (
+            "Dentist appointment is on Monday at 9",
+            "Dentist appointment is on Monday, January 12 at 9",
+            "context",
+        ),
+        (
+            "Grandpa is coming Sunday morning",
+            "Grandpa is coming on the morning of Sunday, January 11",
+            "context",
+        ),
+        # an event or a visit that is off
+        ("the review is cancelled", "The review is cancelled", "context"),
+        ("the party got called off", "The party got called off", "context"),
+        (
+            "dinner with the Smiths is off, they're sick",
+            "Dinner with the Smiths is off, they're sick",
+            "context",
+        ),
+        ("The plumber cancelled", "The plumber cancelled", "context"),
+        (
+            "Grandpa can't come on Sunday after all",
+            "Grandpa can't come on Sunday, January 11 after all",
+            "context",
+        ),
+        (
+            "our cleaner isn't coming tomorrow",
+            "Dana and Eli's cleaner isn't coming on January 6",
+            "context",
+        ),
     ],
 )
 def test_household_basics(text: str, content: str, category: str) -> None:
@@ -166,6 +195,11 @@ def test_in_a_dm_the_household_is_the_speakers() -> None:
         "the meeting is in 5 minutes",
         "the lunch is on me",
         "when is the client review?",
+        "Every meeting is at 9",
+        # cancelling something that is not a visit, or "off" that is not "called off"
+        "Sam cancelled the meeting",
+        "the plumber cancelled our order",
+        "the meeting is off the table",
     ],
 )
 def test_small_talk_and_secrets_are_not_facts(text: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.prompts.decide_updates import CandidateFact, DecideUpdatesContext, UpdateDecision
+from memory.rules.slots import says_it_changed
 from memory.rules.tasks.decide_updates import decide_updates
 
 # --- decide_updates -------------------------------------------------------------------------------
@@ -48,6 +49,17 @@ def cand(
             "The dentist appointment is on Monday, January 12 at 9",
         ),
         ("The party is on Sunday, January 11", "The party is on Saturday, January 10"),
+        # or it is off, or a visit is
+        ("The plumber cancelled", "The plumber is coming on Thursday, January 8 at 10"),
+        (
+            "Dinner with the Smiths is off, they're sick",
+            "Dinner with the Smiths is on Saturday, January 10 at 7",
+        ),
+        (
+            "Grandpa can't come on Sunday, January 11 after all",
+            "Grandpa is coming for dinner on Sunday, January 11",
+        ),
+        ("Jake's football practice moved to Thursdays", "Jake's football practice is on Tuesdays"),
     ],
 )
 async def test_contradiction_updates(new: str, old: str) -> None:
@@ -118,6 +130,8 @@ async def test_known_facts_are_none(new: str, old: str, similarity: float) -> No
         ),
         ("Leo is on holiday", "Leo is on Friday, January 9", 0.8),
         ("Bob moved to Lisbon", "The review moved to Friday, January 9", 0.5),
+        ("Sam cancelled the meeting", "Sam is coming on Friday, January 9", 0.8),
+        ("Mia's practice is on Thursdays too", "Mia's practice is on Tuesdays at 5", 0.9),
     ],
 )
 async def test_different_facts_are_added(new: str, old: str, similarity: float) -> None:
@@ -147,3 +161,18 @@ async def test_contradiction_beats_near_identical_similarity() -> None:
         [cand("Alice likes tea", 0.99, cid="x"), cand("Alice likes coffee", 0.97, cid="y")],
     )
     assert [(d.action, d.target_id, d.contradiction) for d in decisions] == [("UPDATE", "y", True)]
+
+
+@pytest.mark.parametrize(
+    ("fact", "news"),
+    [
+        ("The review was moved to Friday, January 9", True),
+        ("The plumber cancelled", True),
+        ("Dinner with the Smiths is off", True),
+        ("The party is on Sunday, January 11", False),  # a contradiction: asked about
+        ("Alice lives in Berlin", False),
+        ("Bob moved to Lisbon", False),
+    ],
+)
+def test_a_move_or_a_cancellation_is_news_not_a_contradiction(fact: str, news: bool) -> None:
+    assert says_it_changed(fact) is news

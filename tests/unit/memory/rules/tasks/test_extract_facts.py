@@ -163,6 +163,12 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
             5,
         ),
         ("I left my umbrella at the office", "Alice left Alice's umbrella at the office", CTX, 5),
+        (
+            "I hid the spare key under the blue pot myself",
+            "Alice hid the spare key under the blue pot themselves",
+            CTX,
+            5,
+        ),
         ("Bob and I love sushi", "Bob and Alice love sushi", F, 6),
         # An aside after the fact is no part of it.
         (
