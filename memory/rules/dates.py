@@ -53,6 +53,12 @@ _ONE_WEEKDAY = (
     rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?:\s+(?P<part>{_PART_OF_DAY})\b(?!'?s\b))?"
     rf"(?!\s+{_PART_OF_DAY}'?s\b)(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
 )
+#: "from Tuesday to Thursday": the coming first day, and the last counted from it.
+_WEEKDAY_RANGE = re.compile(
+    rf"\bfrom\s+(?P<day>{WEEKDAY})\s+(?P<to>to|until|till|through)\s+(?P<end>{WEEKDAY})\b"
+    rf"(?!'?s\b)(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)",
+    re.IGNORECASE,
+)
 #: "on Friday", "this Friday": one coming day. Not "next Friday", which people read two
 #: ways.
 _COMING_WEEKDAY = re.compile(rf"\b(?P<lead>on|this)\s+{_ONE_WEEKDAY}", re.IGNORECASE)
@@ -109,6 +115,11 @@ def has_date(text: str) -> bool:
     return DATE.search(text) is not None
 
 
+def _ahead(start: datetime, weekday: str) -> int:
+    """Days from ``start`` to the next ``weekday`` (0 when it is that day)."""
+    return (WEEKDAYS.index(weekday.lower()) - start.weekday()) % 7
+
+
 def resolve_relative_dates(text: str, now: datetime) -> str:
     """``text`` with its days and spans counted from ``now`` replaced by what they mean
     ("tomorrow" → "on March 4", "on Friday" → "on Friday, March 6", "next week" → "the
@@ -120,8 +131,7 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         return f"on {_day(now + timedelta(days=_OFFSETS[match.group('word').lower()]))}"
 
     def coming(match: re.Match[str]) -> str:
-        wanted = WEEKDAYS.index(match.group("day").lower())
-        ahead = (wanted - now.weekday()) % 7
+        ahead = _ahead(now, match.group("day"))
         if ahead == 0 and match.groupdict().get("lead", "").lower() != "this":
             ahead = 7  # "on Friday" or "coming Friday", said on a Friday, is the next one
         day = _weekday_and_day(now + timedelta(days=ahead))
@@ -129,6 +139,11 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         day = f"on the {part.lower()} of {day}" if part else f"on {day}"
         verb = match.groupdict().get("verb")
         return f"{verb} {day}" if verb else day
+
+    def days_from(match: re.Match[str]) -> str:
+        first = now + timedelta(days=_ahead(now, match.group("day")) or 7)
+        last = first + timedelta(days=_ahead(first, match.group("end")))
+        return f"from {_weekday_and_day(first)} {match.group('to')} {_weekday_and_day(last)}"
 
     def past(match: re.Match[str]) -> str:
         wanted = WEEKDAYS.index(match.group("day").lower())
@@ -154,6 +169,7 @@ def resolve_relative_dates(text: str, now: datetime) -> str:
         return _span_from(now, unit, count, "around")  # "in six months": roughly then
 
     text = _RELATIVE.sub(absolute, text)
+    text = _WEEKDAY_RANGE.sub(days_from, text)
     text = _COMING_WEEKDAY.sub(coming, text)
     text = _BARE_WEEKDAY.sub(coming, text)
     text = _LAST_WEEKDAY.sub(past, text)

@@ -96,7 +96,7 @@ _EVENT = (
 #: or by its kind alone ("Dentist appointment is on Monday").
 _AN_EVENT = (
     rf"(?:(?:the|(?:my|our)|{_NAME}'s)\s+)?(?!(?:every|each|any|no|all|some)\b)"
-    rf"(?:[\w-]+\s+){{0,2}}?(?:{_EVENT})"
+    rf"(?:[\w'-]+\s+){{0,2}}?(?:{_EVENT})"
     r"(?:\s+(?:with|for|at|in|to)\s+[\w\s.'-]{1,40}?)?"
 )
 _ROLE, _CTX_, _FACT_ = Category.RELATIONSHIP, Category.CONTEXT, Category.FACT
@@ -178,7 +178,7 @@ HOUSEHOLD_RULES: Final = (
     ),
     make_rule(
         "appointment",
-        rf"^(?:(?:my|our)|{_NAME}'s)\s+(?:[\w-]+\s+){{0,2}}?(?:{_APPOINTMENT})"
+        rf"^(?:(?:my|our)|{_NAME}'s)\s+(?:[\w'-]+\s+){{0,2}}?(?:{_APPOINTMENT})"
         r"(?:\s+with\s+[\w\s.'-]{1,40}?)?\s+is\s+(?P<obj>.+)$",
         _CTX_,
         6,

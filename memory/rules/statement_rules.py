@@ -84,7 +84,8 @@ STATE_OBJECT = re.compile(
 #: clause with one is a situation or a schedule, not a mood.
 TIME_MARKER = re.compile(
     r"\b(?:next|tomorrow|tonight|soon|this\s+(?:week|weekend|month|year|summer|winter|spring"
-    rf"|autumn|fall|{WEEKDAY})|on\s+{WEEKDAY}s?|(?:coming|arriving|arrives|comes|visiting"
+    rf"|autumn|fall|{WEEKDAY})|(?:on|from|until|till)\s+{WEEKDAY}s?|on\s+the\s+\d{{1,2}}"
+    r"(?:st|nd|rd|th)|(?:coming|arriving|arrives|comes|visiting"
     rf"|visits)\s+{WEEKDAY}|in\s+(?:january|february|march"
     r"|april|may|june|july|august|september|october|november|december|\d+\s+(?:days|weeks"
     r"|months|years))|at\s+\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\b\.?)?)\b",
@@ -439,7 +440,7 @@ RULES: Final = (
     ),
     _rule(
         "plan",
-        rf"^(?:i'?m|i\s+am|we're|we\s+are)\s+{_ADV}(?P<obj>(?:going|heading|travel+ing|flying"
+        rf"^(?:i'?m|i\s+am|we're|we\s+are)\s+{_ADV}(?P<obj>(?:going|heading|off\s+to|away|travel+ing|flying"
         r"|driving|visiting|interviewing|meeting|seeing|starting|moving|leaving|coming|staying)\b(?!\s+to\s+(?:bed|sleep|be|do|try|say|need|have|make|get|eat"
         r"|cook|shower|the\s+bathroom)\b).+)$",
         _CTX,
@@ -447,6 +448,15 @@ RULES: Final = (
         needs_time=True,
     ),
     _rule("plan", rf"^{_I}\s+(?:plan|intend)\s+to\s+(?P<obj>.+)$", _CTX, 5),
+    # "I'll be in Berlin from Tuesday to Thursday", "we'll be away next week": where
+    # someone will be, said with when.
+    _rule(
+        "plan",
+        r"^(?:i'll|i\s+will|we'll|we\s+will)\s+be\s+(?P<obj>(?:in|at|away|abroad|off)\b.+)$",
+        _CTX,
+        5,
+        needs_time=True,
+    ),
     _rule(
         "plan",
         rf"^(?:{_HAVE}|{_IAM}\s+{_ADV}having)\s+(?:a|an|our|my)\s+(?P<obj>(?:[\w-]+\s+)?"

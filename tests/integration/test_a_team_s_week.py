@@ -280,3 +280,39 @@ async def test_what_is_called_off_or_moved_is_answered_as_it_is_now_without_a_qu
         "The plumber cancelled",
     ]
     assert_shows_nothing_of("tell Bob", *probes(out))
+
+
+async def test_a_couple_s_week_answers_who_is_away_and_nothing_by_a_name_alone(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A couple says in passing who is away when and whose surgery is when; after
+    formation and a day each is answered, dated, and a question that nothing answers gets
+    "I don't know" rather than their anniversary dinner, which shares only a name. Ava's
+    DM about Tom's present stays in her DM."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "us", "members": ["ava", "tom"]},
+            say("ava", "group:us", "Our anniversary dinner is at Rosa's on Friday at 8pm"),
+            say("tom", "group:us", "I'm off to Berlin for work from Tuesday to Thursday"),
+            say("ava", "group:us", "My mum's surgery is on the 14th"),
+            say("ava", "dm:ava", "I'm getting Tom a watch for our anniversary, don't tell him"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            say("ava", "group:us", "@alfred when is Tom in Berlin?"),
+            say("tom", "group:us", "@alfred when is Ava's mum's surgery?"),
+            say("tom", "group:us", "@alfred when is Ava at the gym?"),
+            say("tom", "group:us", "@alfred what is Ava getting me for our anniversary?"),
+            probe("tom", "group:us", "is Ava getting Tom a watch?"),
+            probe("tom", "dm:tom", "what present is Ava getting me?"),
+        ],
+        tmp_path / "u",
+    )
+    berlin, surgery, gym, present = reply_texts(out)[-4:]
+    assert "Tuesday, January 6 to Thursday, January 8" in berlin, berlin
+    assert "Ava's mum's surgery is on the 14th" in surgery, surgery
+    assert gym.startswith("I don't know"), gym
+    for text in (berlin, surgery, gym, present):
+        assert "watch" not in text, text
+    assert_shows_nothing_of("watch", *probes(out))

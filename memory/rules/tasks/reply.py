@@ -276,11 +276,18 @@ def compose_for(ctx: ReplyContext) -> str:
             )
         elif _asked_beside_names(ctx)[1]:
             # "where does Leo work?" is not answered by "Leo is vegetarian": a memory of
-            # theirs that shares nothing but the name is left out.
+            # theirs that shares nothing but the name is left out, and so is anyone's
+            # ("when is Tom in Berlin?" is not answered by "Ava and Tom's dinner is …").
             helpful = _helpful(ctx, ctx.memories)
+            names = _asked_beside_names(ctx)[0]
             ctx = ctx.model_copy(
                 update={
-                    "memories": [m for m in ctx.memories if m.owner_id not in ids or m in helpful]
+                    "memories": [
+                        m
+                        for m in ctx.memories
+                        if m in helpful
+                        or (m.owner_id not in ids and not names & set(tokenize(m.content)))
+                    ]
                 }
             )
     if _is_question(text):

@@ -34,6 +34,13 @@ MONDAY = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
         ("the dentist on Monday", "the dentist on Monday, January 12"),
         ("the dentist this Monday", "the dentist on Monday, January 5"),
         ("a barbecue on Sunday", "a barbecue on Sunday, January 11"),
+        # from one day to another: the last is counted from the first
+        ("away from Tuesday to Thursday", "away from Tuesday, January 6 to Thursday, January 8"),
+        ("away from Friday until Monday", "away from Friday, January 9 until Monday, January 12"),
+        (
+            "in Rome from Monday to Wednesday",
+            "in Rome from Monday, January 12 to Wednesday, January 14",
+        ),
         # one part of one day ("Friday nights" is a habit, below)
         ("the party is on Saturday night", "the party is on the night of Saturday, January 10"),
         (

@@ -137,6 +137,12 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "Grandpa is coming on the morning of Sunday, January 11",
             "context",
         ),
+        ("my mum's surgery is on the 14th", "Dana's mum's surgery is on the 14th", "context"),
+        (
+            "Eli's sister's wedding is on Saturday",
+            "Eli's sister's wedding is on Saturday, January 10",
+            "context",
+        ),
         # an event or a visit that is off
         ("the review is cancelled", "The review is cancelled", "context"),
         ("the party got called off", "The party got called off", "context"),

@@ -128,6 +128,20 @@ F, REL, CTX = Category.FACT, Category.RELATIONSHIP, Category.CONTEXT
             CTX,
             5,
         ),
+        # away for a while: the days dated, the last counted from the first
+        (
+            "I'm off to Berlin for work from Tuesday to Thursday",
+            "Alice is off to Berlin for work from Tuesday, March 4 to Thursday, March 6",
+            CTX,
+            5,
+        ),
+        (
+            "I'll be in Lisbon from Friday until Monday",
+            "Alice will be in Lisbon from Friday, March 7 until Monday, March 10",
+            CTX,
+            5,
+        ),
+        ("I'm away in Oslo next week", "Alice is away in Oslo the week of March 10", CTX, 5),
         (
             "I have a dentist appointment on Monday",  # said on Monday 3 March 2025
             "Alice has a dentist appointment on Monday, March 10",
@@ -462,6 +476,11 @@ async def test_only_user_lines_count() -> None:
         "I hate that",
         "I love you Alfred",
         "I'm going to bed",
+        "I'm off to bed",
+        "I'm off to the shops",
+        "I'm away",
+        "I'll be in touch",
+        "I'll be at home",
         "we're going home now",
         "I hate when that happens",
         "I like your idea",

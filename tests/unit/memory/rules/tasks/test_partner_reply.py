@@ -136,3 +136,18 @@ def test_a_question_about_a_partner_is_not_answered_by_their_name_alone() -> Non
     )
     # Asked about Bob with no topic beside his name, everything of his is the answer.
     assert "Bob is vegetarian" in _reply("@alfred what do you know about Bob?", vegetarian)
+
+
+def test_a_question_about_a_partner_is_not_answered_by_anyone_s_memory_of_the_name() -> None:
+    """ "when is Bob in Berlin?" is not answered with the circle's "Alice and Bob's
+    anniversary dinner is on Friday", which shares only his name; a memory found by
+    meaning alone, or one on the topic, still is."""
+    dinner = _memory("Alice and Bob's anniversary dinner is on Friday, January 9", None)
+    assert _reply("@alfred when is Bob in Berlin?", dinner) == NO_MEMORY
+    trip = _memory("Bob is off to Berlin from Tuesday, January 6", BOB)
+    assert _reply("@alfred when is Bob in Berlin?", dinner, trip) == (
+        "From what Bob has shared here: Bob is off to Berlin from Tuesday, January 6."
+    )
+    assert "anniversary dinner" in _reply("@alfred when is Bob's anniversary dinner?", dinner)
+    germany = _memory("The conference in Germany runs all week", None)
+    assert "Germany" in _reply("@alfred when is Bob in Berlin?", germany)
