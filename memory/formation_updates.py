@@ -151,6 +151,7 @@ class UpdateStep:
                 # person correcting themselves within a minute, nor news of a move.
                 before = stored_by_index.get(prior)
                 if before is not None:
+                    worded = (decision.content if decision else None) or contents[i]
                     await self._contradiction(
                         thread,
                         fact,
@@ -163,8 +164,9 @@ class UpdateStep:
                             _self_correction(placed[prior], placed[i], order)
                             or says_it_changed(contents[i])
                         ),
+                        content=worded,
                     )
-                    new_texts.append(contents[i])
+                    new_texts.append(worded)
                     continue
                 action = "ADD"
             if action in ("UPDATE", "DELETE") and target is None:
@@ -198,12 +200,23 @@ class UpdateStep:
                 )
                 # "the review was moved to Friday" is news, not a contradiction to ask about.
                 ask = not (recent or says_it_changed(fact.content))
+                # The decision's wording, when it gives one, is the fact as it now stands
+                # ("… moved to 4pm on Thursday, January 8": the day is kept).
+                worded = (decision.content if decision else None) or contents[i]
                 stored_new = await self._contradiction(
-                    thread, fact, partition, provenance, target, speaker, report, ask=ask
+                    thread,
+                    fact,
+                    partition,
+                    provenance,
+                    target,
+                    speaker,
+                    report,
+                    ask=ask,
+                    content=worded,
                 )
                 if stored_new is not None:
                     stored_by_index[i] = stored_new
-                new_texts.append(contents[i])
+                new_texts.append(worded)
             else:
                 stored = await self.writer.add_many(
                     [(contents[i], fact.category, fact.importance, partition, provenance)]
@@ -255,6 +268,7 @@ class UpdateStep:
         report: FormationReport,
         *,
         ask: bool = True,
+        content: str | None = None,
     ) -> Fact | None:
         """The newest statement wins at once; the old fact stays as history, and the
         person is asked the next time they speak in this partition (unless ``ask`` is
@@ -263,7 +277,15 @@ class UpdateStep:
         await self.facts.invalidate(old.id, at=now, reason="contradicted")
         report.facts_invalidated += 1
         stored = await self.writer.add_many(
-            [(clip_words(fact.content), fact.category, fact.importance, partition, provenance)]
+            [
+                (
+                    clip_words(content or fact.content),
+                    fact.category,
+                    fact.importance,
+                    partition,
+                    provenance,
+                )
+            ]
         )
         new_fact = stored[0][0] if stored else None
         if stored and stored[0][1]:

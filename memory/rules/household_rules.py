@@ -110,10 +110,10 @@ _VISITOR = rf"(?:(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})|{_NAME}|(?:my|our)\s+(?:
 #: Said of something that is not happening any more: "cancelled", "called off".
 _CALLED_OFF = r"(?:cancell?ed|called\s+off)"
 #: When, first thing after it: a day ("Thursday", "on Friday", "tomorrow", "next week")
-#: or an hour ("at 10").
+#: or an hour ("at 10", "4pm").
 _WHEN_FIRST = (
     rf"(?:(?:on|this|next)\s+)?(?:{WEEKDAY}|tomorrow|today|tonight|next\s+week|this\s+week"
-    r"(?:end)?|next\s+month|at\s+\d)"
+    r"(?:end)?|next\s+month|at\s+\d|\d{1,2}(?::\d\d)?\s*[ap]\.?m\b)"
 )
 
 HOUSEHOLD_RULES: Final = (

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from memory.rules.dates import MONTHS, MOVED_TO, WEEKDAY
+from memory.rules.dates import MONTHS, MOVED_TO, WEEKDAY, has_date
 from memory.rules.language import norm_key, strip_end
 
 Relation = Literal["same", "refines", "contradicts"]
@@ -166,6 +166,26 @@ def says_it_changed(fact: str) -> bool:
     if _when(text) is None:
         return False
     return _CALLED_OFF.match(text) is not None or _MOVED.search(text) is not None
+
+
+#: A day a fact names: "Thursday, January 8", "January 8", "Tuesdays".
+_A_DAY = re.compile(
+    rf"\b(?:{WEEKDAY},?\s+)?(?:{'|'.join(MONTHS)})\s+\d{{1,2}}\b|\b{WEEKDAY}s?\b",
+    re.IGNORECASE,
+)
+
+
+def with_its_day(new: str, old: str) -> str:
+    """``new`` with the day ``old`` named, when ``new`` moves an event to another hour
+    only ("the review was moved to 4pm" after "… is on Thursday, January 8 at 3pm" is
+    "… moved to 4pm on Thursday, January 8"): the day is still true."""
+    slot = parse_slot(new)
+    if slot is None or slot.predicate != "happens" or slot.obj == "called off":
+        return new
+    day = _A_DAY.search(old)
+    if day is None or _A_DAY.search(slot.obj) or has_date(slot.obj):
+        return new
+    return f"{strip_end(new)} on {day.group(0)}"
 
 
 def _single(text: str) -> Slot | None:

@@ -316,3 +316,33 @@ async def test_a_couple_s_week_answers_who_is_away_and_nothing_by_a_name_alone(
     for text in (berlin, surgery, gym, present):
         assert "watch" not in text, text
     assert_shows_nothing_of("watch", *probes(out))
+
+
+async def test_a_move_to_another_hour_keeps_the_day_across_formation_and_days(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The review is on Thursday at 3pm; the next day someone says in passing it was
+    pushed back to 4pm. The day is still true: two days later the group is told 4pm on
+    Thursday, January 8, not an hour on no day."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "studio", "members": ["maya", "sam"]},
+            say("sam", "group:studio", "The client review with Northwind is on Thursday at 3pm"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1h"},
+            say("maya", "group:studio", "the Northwind review got pushed back to 4pm"),
+            {"clock": "+8h"},
+            {"jobs": "drain"},
+            {"clock": "+1d"},
+            say("sam", "group:studio", "@alfred when is the Northwind review?"),
+            {"dump": "all"},
+        ],
+        tmp_path / "h",
+    )
+    answer = reply_texts(out)[-1]
+    assert "4pm on Thursday, January 8" in answer and "3pm" not in answer, answer
+    assert [f for f in current_facts(dumps(out)[-1]) if "review" in f] == [
+        "The Northwind review got pushed back to 4pm on Thursday, January 8"
+    ]

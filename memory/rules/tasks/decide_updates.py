@@ -30,7 +30,7 @@ from memory.prompts.decide_updates import (
     UpdateDecisions,
 )
 from memory.rules.language import clip_words, norm_key
-from memory.rules.slots import parse_slot, relate, shares_slot
+from memory.rules.slots import parse_slot, relate, shares_slot, with_its_day
 
 #: Above this, two facts are the same fact in other words.
 NEAR_IDENTICAL: Final = 0.95
@@ -69,7 +69,7 @@ def _decide(index: int, fact: str, candidates: list[CandidateFact]) -> UpdateDec
                     new_index=index,
                     action="UPDATE",
                     target_id=candidate.id,
-                    content=clip_words(fact, FACT_MAX_WORDS),
+                    content=clip_words(with_its_day(fact, candidate.content), FACT_MAX_WORDS),
                     contradiction=relation == "contradicts",
                 )
     for candidate in mine:

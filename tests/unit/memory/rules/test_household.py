@@ -143,6 +143,7 @@ def facts(text: str, voice: Voice = GROUP) -> list[tuple[str, Category]]:
             "Eli's sister's wedding is on Saturday, January 10",
             "context",
         ),
+        ("the review got pushed back to 4pm", "The review got pushed back to 4pm", "context"),
         # an event or a visit that is off
         ("the review is cancelled", "The review is cancelled", "context"),
         ("the party got called off", "The party got called off", "context"),

@@ -176,3 +176,30 @@ async def test_contradiction_beats_near_identical_similarity() -> None:
 )
 def test_a_move_or_a_cancellation_is_news_not_a_contradiction(fact: str, news: bool) -> None:
     assert says_it_changed(fact) is news
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "kept"),
+    [
+        (
+            "The review was moved to 4pm",
+            "The client review is on Thursday, January 8 at 3pm",
+            "The review was moved to 4pm on Thursday, January 8",
+        ),
+        (
+            "Jake's practice moved to 6pm",
+            "Jake's practice is on Tuesdays at 5",
+            "Jake's practice moved to 6pm on Tuesdays",
+        ),
+        # a new day, or no day to keep: as said
+        (
+            "The review was moved to Friday, January 9",
+            "The review is on Thursday, January 8",
+            "The review was moved to Friday, January 9",
+        ),
+        ("The review was moved to 4pm", "The review is at 3pm", "The review was moved to 4pm"),
+    ],
+)
+async def test_an_event_moved_to_another_hour_keeps_its_day(new: str, old: str, kept: str) -> None:
+    (decision,) = await decide([new], [cand(old, 0.9)])
+    assert decision.action == "UPDATE" and decision.content == kept
