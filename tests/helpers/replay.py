@@ -69,6 +69,12 @@ def assert_shows_nothing_of(word: str, *found: dict[str, Any]) -> None:
         assert all(word.lower() not in m["content"].lower() for m in probed["memories"]), probed
 
 
+def formed_overnight(then: str = "+1d") -> list[dict[str, Any]]:
+    """Background formation runs that night (eight hours on), and the replay goes on
+    ``then`` after it."""
+    return [{"clock": "+8h"}, {"jobs": "drain"}, {"clock": then}]
+
+
 def say(who: str, where: str, text: str) -> dict[str, Any]:
     return {"say": {"from": who, "in": where, "text": text}}
 
