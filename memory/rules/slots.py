@@ -99,6 +99,13 @@ _CALLED_OFF = re.compile(
     re.IGNORECASE,
 )
 _MOVED = re.compile(rf"\b{MOVED_TO}\b", re.IGNORECASE)
+#: Someone's event and when: "Bob has a meeting on Monday at 10", "Mia has ballet on
+#: Wednesdays at 5" (the event is "Bob's meeting", "Mia's ballet").
+_HAS_EVENT = re.compile(
+    rf"^(?P<who>[^\s']+(?:'s\s+\w+)?)\s+has\s+(?P<a>(?:a|an)\s+)?(?P<event>.+?)\s+"
+    rf"(?P<o>{_WHEN_VALUE}.*)$",
+    re.IGNORECASE,
+)
 #: An addition, not a change: "the practice is on Thursdays too".
 _ALSO = re.compile(r"\b(?:too|also|as\s+well)$", re.IGNORECASE)
 #: Words that do not tell one event from another: "the review with Northwind" is "the
@@ -151,11 +158,19 @@ def _when(text: str) -> Slot | None:
         return None
     if (off := _CALLED_OFF.match(text)) is not None:
         return Slot(_key(off.group("s")), "happens", "called off", True, True)
+    if (has := _HAS_EVENT.match(text)) is not None:
+        # "has a meeting" is one of maybe several: another one adds, a move of it replaces.
+        subject = _key(f"{has.group('who')}'s {has.group('event')}")
+        verb = "has a" if has.group("a") else ""
+        return Slot(subject, "happens", _when_key(has.group("o")), True, True, verb)
     match = _WHEN.match(text)
     if match is None:
         return None
-    when = re.sub(r"^on\s+", "", _key(match.group("o")))  # "is on Friday" = "moved to Friday"
-    return Slot(_key(match.group("s")), "happens", when, True, True)
+    return Slot(_key(match.group("s")), "happens", _when_key(match.group("o")), True, True)
+
+
+def _when_key(when: str) -> str:
+    return re.sub(r"^on\s+", "", _key(when))  # "is on Friday" is "moved to Friday"
 
 
 def says_it_changed(fact: str) -> bool:
@@ -241,6 +256,18 @@ def _same_subject(first: Slot, second: Slot) -> bool:
     return bool(one and other) and (one <= other or other <= one)
 
 
+def other_value(new: Slot, old: Slot) -> bool:
+    """Whether two slots are one single-valued thing with different values ("Maya has a
+    meeting on Wednesday at 2pm", "… on Thursday at 11am"): however alike their wording,
+    two facts. (Two likes may differ by a word and be one: "hiking in the Alps".)"""
+    return (
+        new.single
+        and new.predicate == old.predicate
+        and _same_subject(new, old)
+        and new.obj != old.obj
+    )
+
+
 def relate(new: Slot, old: Slot) -> Relation | None:
     """How a newer fact's slot relates to an older one's, or None if unrelated."""
     if new.predicate != old.predicate or not _same_subject(new, old):
@@ -248,6 +275,8 @@ def relate(new: Slot, old: Slot) -> Relation | None:
     if new.single:
         if new.obj == old.obj:
             return "same" if new.positive == old.positive else "contradicts"
+        if new.verb == "has a":  # "Bob has a meeting on Wednesday": another meeting
+            return None
         return "contradicts" if new.positive and old.positive else None
     if new.obj != old.obj:
         return None

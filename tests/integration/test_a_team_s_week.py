@@ -325,3 +325,37 @@ async def test_a_move_to_another_hour_keeps_the_day_across_formation_and_days(
     assert [f for f in current_facts(dumps(out)[-1]) if "review" in f] == [
         "The Northwind review got pushed back to 4pm on Thursday, January 8"
     ]
+
+
+async def test_in_a_dm_my_appointment_moved_replaces_it_and_another_meeting_adds(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """In her DM Maya has a dentist appointment on Monday and a meeting on Wednesday;
+    the next day her dentist appointment moves. After formation and a day the dentist is
+    on the new day and the meeting is still known; a second meeting adds to the first.
+    None of it is in the group."""
+    out = await replay_lines(
+        settings,
+        [
+            {"circle": "studio", "members": ["maya", "sam"]},
+            say("maya", "dm:maya", "I have a dentist appointment on Monday at 9"),
+            say("maya", "dm:maya", "I have a meeting on Wednesday at 2pm"),
+            *formed_overnight("+1h"),
+            say("maya", "dm:maya", "my dentist appointment got moved to Tuesday"),
+            say("maya", "dm:maya", "I have a meeting on Thursday at 11am"),
+            *formed_overnight("+1d"),
+            say("maya", "dm:maya", "when is my dentist appointment?"),
+            probe("sam", "group:studio", "when is Maya's dentist appointment?"),
+            probe("maya", "group:studio", "dentist appointment"),
+            {"dump": "all"},
+        ],
+        tmp_path / "d",
+    )
+    dentist = reply_texts(out)[-1]
+    assert "Tuesday, January 6" in dentist and "Monday" not in dentist, dentist
+    assert sorted(current_facts(dumps(out)[-1])) == [
+        "Maya has a meeting on Thursday, January 8 at 11am",
+        "Maya has a meeting on Wednesday, January 7 at 2pm",
+        "Maya's dentist appointment got moved to Tuesday, January 6",
+    ]
+    assert_shows_nothing_of("dentist", *probes(out))

@@ -8,7 +8,8 @@ The rules, per new fact, over its candidates (most similar first):
    Anna") → UPDATE with ``contradiction=True``: the old version is kept as history;
 3. same slot, same polarity, other words ("likes" → "loves") → UPDATE, no contradiction;
 4. same slot and value → NONE;
-5. a candidate with similarity ≥ 0.95 → NONE (a near-identical wording);
+5. a candidate with similarity ≥ 0.95 → NONE (a near-identical wording), unless the two
+   fill one slot with different values ("a meeting on Wednesday", "a meeting on Thursday");
 6. otherwise → ADD.
 
 Slots are checked before the 0.95 rule on purpose: "likes X" and "dislikes X" embed almost
@@ -30,7 +31,7 @@ from memory.prompts.decide_updates import (
     UpdateDecisions,
 )
 from memory.rules.language import clip_words, norm_key
-from memory.rules.slots import parse_slot, relate, shares_slot, with_its_day
+from memory.rules.slots import Slot, other_value, parse_slot, relate, shares_slot, with_its_day
 
 #: Above this, two facts are the same fact in other words.
 NEAR_IDENTICAL: Final = 0.95
@@ -73,6 +74,11 @@ def _decide(index: int, fact: str, candidates: list[CandidateFact]) -> UpdateDec
                     contradiction=relation == "contradicts",
                 )
     for candidate in mine:
-        if candidate.similarity >= NEAR_IDENTICAL:
+        if candidate.similarity >= NEAR_IDENTICAL and not _other_value(slot, candidate.content):
             return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
     return UpdateDecision(new_index=index, action="ADD")
+
+
+def _other_value(slot: Slot | None, content: str) -> bool:
+    old = parse_slot(content)
+    return slot is not None and old is not None and other_value(slot, old)
