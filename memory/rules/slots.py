@@ -9,8 +9,10 @@ model typically writes); anything else gives ``None`` and falls back to text sim
 Two kinds of slot:
 
 * **single-valued** — at most one value is true at a time: "S's X is Y", "S works at Y",
-  "S lives in Y", "S is married to Y", "S wants replies in Y", "S wants to be called Y".
-  A different value is a contradiction.
+  "S lives in Y", "S is married to Y", "S wants replies in Y", "S wants to be called Y",
+  and when an event happens ("the review is on Thursday", "… was moved to Friday", "the
+  plumber cancelled", "Bob has a meeting on Monday"). A different value is a
+  contradiction, except another "has a meeting", which is another meeting.
 * **multi-valued** — the object is part of the slot: "S likes Y", "S is allergic to Y",
   "S is vegetarian", "S eats Y". Only the opposite polarity contradicts ("S is not
   vegetarian anymore"); the same polarity in other words ("likes" → "loves") refines.
@@ -78,7 +80,8 @@ _COPULA = re.compile(
 #: times.
 _WHEN_VALUE = (
     rf"(?:(?:on\s+)?(?:the\s+(?:morning|afternoon|evening|night|week|weekend)\s+of\s+"
-    rf"|{WEEKDAY}s?\b|(?:{'|'.join(MONTHS)})\b)|(?:at\s+)?\d{{1,2}}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{{1,2}}(?::\d\d)?$)"
+    rf"|{WEEKDAY}s?\b|(?:{'|'.join(MONTHS)})\b)"
+    r"|(?:at\s+)?\d{1,2}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{1,2}(?::\d\d)?$)"
 )
 #: An event and when it is: "the review is on Thursday, January 8 at 3pm", "the Northwind
 #: review was moved to Friday, January 9". One time at once: a later one replaces it.
@@ -104,6 +107,11 @@ _MOVED = re.compile(rf"\b{MOVED_TO}\b", re.IGNORECASE)
 _HAS_EVENT = re.compile(
     rf"^(?P<who>[^\s']+(?:'s\s+\w+)?)\s+has\s+(?P<a>(?:a|an)\s+)?(?P<event>.+?)\s+"
     rf"(?P<o>{_WHEN_VALUE}.*)$",
+    re.IGNORECASE,
+)
+#: A day a fact names: "Thursday, January 8", "January 8", "Tuesdays".
+_A_DAY = re.compile(
+    rf"\b(?:{WEEKDAY},?\s+)?(?:{'|'.join(MONTHS)})\s+\d{{1,2}}\b|\b{WEEKDAY}s?\b",
     re.IGNORECASE,
 )
 #: An addition, not a change: "the practice is on Thursdays too".
@@ -181,13 +189,6 @@ def says_it_changed(fact: str) -> bool:
     if _when(text) is None:
         return False
     return _CALLED_OFF.match(text) is not None or _MOVED.search(text) is not None
-
-
-#: A day a fact names: "Thursday, January 8", "January 8", "Tuesdays".
-_A_DAY = re.compile(
-    rf"\b(?:{WEEKDAY},?\s+)?(?:{'|'.join(MONTHS)})\s+\d{{1,2}}\b|\b{WEEKDAY}s?\b",
-    re.IGNORECASE,
-)
 
 
 def with_its_day(new: str, old: str) -> str:
