@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
@@ -331,13 +331,7 @@ class MemoryOperations:
             cosine = float(np.dot(np.asarray(fact.embedding), np.asarray(query)))
             return max(terms, cosine if cosine >= CORRECTION_COSINE else 0.0)
 
-        for text, query in zip(texts, queries, strict=True):
-            score, best = max(
-                ((closeness(text, query, f), f) for f in candidates), key=lambda pair: pair[0]
-            )
-            if score >= threshold:
-                return best
-        return None
+        return first_match(texts, queries, candidates, closeness, threshold)
 
     async def _ranked(self, text: str, facts: Sequence[Fact]) -> list[tuple[float, Fact]]:
         """Facts by closeness to ``text``, best first: the larger of shared content terms
@@ -551,7 +545,7 @@ class MemoryOperations:
         return OperationResult(text=said) if said is not None else None
 
 
-def similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
+def similarity(text: str, vector: Vector | Sequence[float] | None, fact: Fact) -> float:
     """How close ``text`` (embedded as ``vector``) is to ``fact``: the larger of shared
     content terms and cosine (terms catch exact wording, cosine paraphrase). The cosine
     counts only for a fact read with its vector: "forget …" and "pin …" read them without,
@@ -562,6 +556,23 @@ def similarity(text: str, vector: Sequence[float] | None, fact: Fact) -> float:
     if vector is not None and fact.embedding is not None and len(fact.embedding) == len(vector):
         score = max(score, float(np.dot(np.asarray(fact.embedding), np.asarray(vector))))
     return score
+
+
+def first_match(
+    texts: Sequence[str],
+    vectors: Vector,
+    facts: Sequence[Fact],
+    score: Callable[[str, Vector, Fact], float],
+    threshold: float,
+) -> Fact | None:
+    """The fact closest to the first of ``texts`` (embedded as the rows of ``vectors``)
+    that has one scoring ``threshold`` or more: a request may name its memory in several
+    ways, tried in order (a correction as said and as it will be stored, a pin's words)."""
+    for text, vector in zip(texts, vectors, strict=True):
+        best_score, best = max(((score(text, vector, f), f) for f in facts), key=lambda p: p[0])
+        if best_score >= threshold:
+            return best
+    return None
 
 
 def _closeness(a: Fact, b: Fact) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.models import Fact, Viewer
-from memory.operations import similarity
+from memory.operations import first_match, similarity
 from memory.ports import Embedder
 from memory.privacy import is_visible
 from memory.stores import FactStore
@@ -58,13 +58,7 @@ class Pinning:
         if not wanted:
             return None
         vectors = await self.embedder.embed(wanted)
-        for text, vector in zip(wanted, vectors, strict=True):
-            score, best = max(
-                ((similarity(text, vector, f), f) for f in own), key=lambda pair: pair[0]
-            )
-            if score >= PIN_MATCH:
-                return best
-        return None
+        return first_match(wanted, vectors, own, similarity, PIN_MATCH)
 
     async def pin(self, viewer: Viewer, texts: Sequence[str], pinned: bool) -> PinResult:
         """Pin (or unpin) the memory ``texts`` name; the reply says which one, or why not."""
