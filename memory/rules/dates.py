@@ -45,18 +45,20 @@ WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "satu
 #: Any day of the week, as a regular expression (match it case-insensitively).
 WEEKDAY: Final = rf"(?:{'|'.join(WEEKDAYS)})"
 #: A part of one day: "Wednesday evening" is one evening, "Wednesday evenings" a habit.
-_PART_OF_DAY: Final = r"(?:morning|afternoon|evening|night)"
+PART_OF_DAY: Final = r"(?:morning|afternoon|evening|night)"
+#: Not followed by a date: "Friday 9 January" and "Friday, January 9" are dated already.
+_UNDATED = rf"(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
 #: A weekday named as one day, to follow what leads to it, with the part of that day if
 #: one is named ("Friday night"): not "Fridays" or "Friday nights" (a habit), and not
 #: "Friday 9 January" or "Friday, January 9" (dated already).
 _ONE_WEEKDAY = (
-    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?:\s+(?P<part>{_PART_OF_DAY})\b(?!'?s\b))?"
-    rf"(?!\s+{_PART_OF_DAY}'?s\b)(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)"
+    rf"(?P<day>{WEEKDAY})\b(?!'?s\b)(?:\s+(?P<part>{PART_OF_DAY})\b(?!'?s\b))?"
+    rf"(?!\s+{PART_OF_DAY}'?s\b){_UNDATED}"
 )
 #: "from Tuesday to Thursday": the coming first day, and the last counted from it.
 _WEEKDAY_RANGE = re.compile(
     rf"\bfrom\s+(?P<day>{WEEKDAY})\s+(?P<to>to|until|till|through)\s+(?P<end>{WEEKDAY})\b"
-    rf"(?!'?s\b)(?!,?\s+(?:the\s+)?\d)(?!,?\s+{_MONTH}\b)",
+    rf"(?!'?s\b){_UNDATED}",
     re.IGNORECASE,
 )
 #: "on Friday", "this Friday": one coming day. Not "next Friday", which people read two
@@ -80,6 +82,12 @@ MOVED_TO: Final = (
     r"(?:moved|postponed|pushed(?:\s+back)?|rescheduled|changed|put\s+off|brought\s+forward)"
     r"\s+(?:to|until|till)"
 )
+#: A plan or a visit that is off: "cancelled", "called off" …
+CALLED_OFF: Final = r"(?:cancell?ed|called\s+off)"
+#: … or a visitor who will not come.
+NOT_COMING: Final = r"(?:(?:isn't|is\s+not|won't\s+be)\s+coming|can(?:'t|not)\s+(?:come|make\s+it))"
+#: What may follow either and still say no more than when: "… after all", "… on Sunday".
+WHEN_TAIL: Final = r"(?:\s+(?:after\s+all|again|today|tomorrow|tonight|(?:on|this|next)\s+.+))"
 #: "coming Thursday", "arrives Friday", "moved to Friday": a coming day named bare after
 #: a verb of coming or going, or of a plan moved, read as "on Thursday" (not "Thursday is
 #: my favourite day"); :data:`_TO_ON` then drops the "on" after "to".
@@ -89,7 +97,7 @@ _BARE_WEEKDAY = re.compile(
     re.IGNORECASE,
 )
 #: A resolved day after "to" or "until": the day reads without its "on".
-_TO_ON = re.compile(rf"\b(?P<to>to|until|till)\s+on\s+(?=(?:the\s+{_PART_OF_DAY}\s+of\s+)?[A-Z])")
+_TO_ON = re.compile(rf"\b(?P<to>to|until|till)\s+on\s+(?=(?:the\s+{PART_OF_DAY}\s+of\s+)?[A-Z])")
 #: "last Friday": the latest one before the day it was said.
 _LAST_WEEKDAY = re.compile(rf"\blast\s+(?P<day>{WEEKDAY})\b(?!'?s\b)", re.IGNORECASE)
 #: "next Friday", "next weekend": the coming one to some, the one after to others. Kept

@@ -38,7 +38,7 @@ import re
 from typing import Final
 
 from memory.models import Category
-from memory.rules.dates import MOVED_TO, WEEKDAY
+from memory.rules.dates import CALLED_OFF, MOVED_TO, NOT_COMING, WEEKDAY, WHEN_TAIL
 from memory.rules.statement_rules import PERSON, PET, Rule, make_rule
 
 #: People a household deals with by their role, beyond family (statement_rules' PERSON).
@@ -107,8 +107,6 @@ _COMES = (
 )
 #: Someone expected: "the plumber", "Grandpa", "my sister".
 _VISITOR = rf"(?:(?:the|our|my)\s+(?:new\s+)?(?:{ROLE})|{_NAME}|(?:my|our)\s+(?:{PERSON}))"
-#: Said of something that is not happening any more: "cancelled", "called off".
-_CALLED_OFF = r"(?:cancell?ed|called\s+off)"
 #: When, first thing after it: a day ("Thursday", "on Friday", "tomorrow", "next week")
 #: or an hour ("at 10", "4pm").
 _WHEN_FIRST = (
@@ -209,7 +207,7 @@ HOUSEHOLD_RULES: Final = (
     # off": it is not happening; it replaces when it was (memory.rules.slots).
     make_rule(
         "event",
-        rf"^{_AN_EVENT}\s+(?:is|has\s+been|was|got|'s)\s+(?P<obj>{_CALLED_OFF}\b.*|off(?:,.+)?)$",
+        rf"^{_AN_EVENT}\s+(?:is|has\s+been|was|got|'s)\s+(?P<obj>{CALLED_OFF}\b.*|off(?:,.+)?)$",
         _CTX_,
         6,
         shared=True,
@@ -218,9 +216,7 @@ HOUSEHOLD_RULES: Final = (
     # off. Only with nothing after it but when: "Sam cancelled the meeting" is not a visit.
     make_rule(
         "visit",
-        rf"^{_VISITOR}\s+(?P<obj>(?:has\s+)?{_CALLED_OFF}|(?:isn't|is\s+not|won't\s+be)"
-        r"\s+coming|can(?:'t|not)\s+(?:come|make\s+it))"
-        r"(?:\s+(?:after\s+all|again|today|tomorrow|tonight|(?:on|this|next)\s+.+))?$",
+        rf"^{_VISITOR}\s+(?P<obj>(?:has\s+)?{CALLED_OFF}|{NOT_COMING}){WHEN_TAIL}?$",
         _CTX_,
         6,
         shared=True,

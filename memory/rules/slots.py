@@ -24,7 +24,16 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from memory.rules.dates import MONTHS, MOVED_TO, WEEKDAY, has_date
+from memory.rules.dates import (
+    CALLED_OFF,
+    MONTHS,
+    MOVED_TO,
+    NOT_COMING,
+    PART_OF_DAY,
+    WEEKDAY,
+    WHEN_TAIL,
+    has_date,
+)
 from memory.rules.language import norm_key, strip_end
 
 Relation = Literal["same", "refines", "contradicts"]
@@ -79,7 +88,7 @@ _COPULA = re.compile(
 #: 12"), so "Leo is on holiday", "the meeting is at the office" and "Sam is 30" are not
 #: times.
 _WHEN_VALUE = (
-    rf"(?:(?:on\s+)?(?:the\s+(?:morning|afternoon|evening|night|week|weekend)\s+of\s+"
+    rf"(?:(?:on\s+)?(?:the\s+(?:{PART_OF_DAY}|week|weekend)\s+of\s+"
     rf"|{WEEKDAY}s?\b|(?:{'|'.join(MONTHS)})\b)"
     r"|(?:at\s+)?\d{1,2}(?::\d\d)?\s*(?:[ap]\.?m\b|o'clock\b)|at\s+\d{1,2}(?::\d\d)?$)"
 )
@@ -95,13 +104,13 @@ _WHEN = re.compile(
 #: off", "the plumber cancelled", "Grandpa can't come on Sunday after all". Nothing else
 #: may follow but when, so "Sam cancelled the meeting" is not Sam's visit called off.
 _CALLED_OFF = re.compile(
-    r"^(?P<s>.+?)\s+(?:(?:is|has\s+been|was|got|'s)\s+(?:cancell?ed|called\s+off|off\b)"
-    r"|(?:has\s+)?(?:cancell?ed|called\s+off)|(?:isn't|is\s+not|won't\s+be)\s+coming"
-    r"|can(?:'t|not)\s+(?:come|make\s+it))"
-    r"(?:\s+(?:after\s+all|again|today|tomorrow|tonight|(?:on|this|next)\s+.+)|,.+)?$",
+    rf"^(?P<s>.+?)\s+(?:(?:is|has\s+been|was|got|'s)\s+(?:{CALLED_OFF}|off\b)"
+    rf"|(?:has\s+)?{CALLED_OFF}|{NOT_COMING})(?:{WHEN_TAIL}|,.+)?$",
     re.IGNORECASE,
 )
 _MOVED = re.compile(rf"\b{MOVED_TO}\b", re.IGNORECASE)
+#: When an event that is off happens: never.
+_OFF: Final = "called off"
 #: Someone's event and when: "Bob has a meeting on Monday at 10", "Mia has ballet on
 #: Wednesdays at 5" (the event is "Bob's meeting", "Mia's ballet").
 _HAS_EVENT = re.compile(
@@ -165,7 +174,7 @@ def _when(text: str) -> Slot | None:
     if _ALSO.search(text):
         return None
     if (off := _CALLED_OFF.match(text)) is not None:
-        return Slot(_key(off.group("s")), "happens", "called off", True, True)
+        return Slot(_key(off.group("s")), "happens", _OFF, True, True)
     if (has := _HAS_EVENT.match(text)) is not None:
         # "has a meeting" is one of maybe several: another one adds, a move of it replaces.
         subject = _key(f"{has.group('who')}'s {has.group('event')}")
@@ -186,9 +195,8 @@ def says_it_changed(fact: str) -> bool:
     Friday", "the plumber cancelled"): then the time it replaces was not contradicted but
     changed, and there is nothing to ask the person who said so."""
     text = strip_end(" ".join(fact.split()))
-    if _when(text) is None:
-        return False
-    return _CALLED_OFF.match(text) is not None or _MOVED.search(text) is not None
+    slot = _when(text)
+    return slot is not None and (slot.obj == _OFF or _MOVED.search(text) is not None)
 
 
 def with_its_day(new: str, old: str) -> str:
@@ -196,7 +204,7 @@ def with_its_day(new: str, old: str) -> str:
     only ("the review was moved to 4pm" after "… is on Thursday, January 8 at 3pm" is
     "… moved to 4pm on Thursday, January 8"): the day is still true."""
     slot = parse_slot(new)
-    if slot is None or slot.predicate != "happens" or slot.obj == "called off":
+    if slot is None or slot.predicate != "happens" or slot.obj == _OFF:
         return new
     day = _A_DAY.search(old)
     if day is None or _A_DAY.search(slot.obj) or has_date(slot.obj):
