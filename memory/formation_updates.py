@@ -145,13 +145,15 @@ class UpdateStep:
                 thread_id=thread.id, message_ids=fact.source_message_ids, speaker_id=speaker
             )
             prior = earlier[i].get(decision.target_id or "") if decision else None
+            # The decision's wording, when it gives one, is the fact as it now stands ("…
+            # moved to 4pm on Thursday, January 8": the day is kept).
+            worded = (decision.content if decision else None) or contents[i]
             if prior is not None and action in ("UPDATE", "DELETE"):
                 # A later message of this batch changes what an earlier one said: the later
                 # wins, the earlier stays as history. Asked only when it is not the same
                 # person correcting themselves within a minute, nor news of a move.
                 before = stored_by_index.get(prior)
                 if before is not None:
-                    worded = (decision.content if decision else None) or contents[i]
                     await self._contradiction(
                         thread,
                         fact,
@@ -161,8 +163,8 @@ class UpdateStep:
                         speaker,
                         report,
                         ask=not (
-                            _self_correction(placed[prior], placed[i], order)
-                            or says_it_changed(contents[i])
+                            says_it_changed(contents[i])
+                            or _self_correction(placed[prior], placed[i], order)
                         ),
                         content=worded,
                     )
@@ -190,19 +192,13 @@ class UpdateStep:
                 and decision is not None
                 and not decision.contradiction
             ):
-                merged = decision.content or contents[i]
-                if await self.writer.reword(target.id, merged, reason="refined"):
+                if await self.writer.reword(target.id, worded, reason="refined"):
                     report.facts_updated += 1
-                    new_texts.append(merged)
+                    new_texts.append(worded)
             elif action == "UPDATE" and target is not None:
                 recent = target.provenance.speaker_id == speaker and _within(
                     target.valid_at, _said_at(fact, order)[0]
                 )
-                # "the review was moved to Friday" is news, not a contradiction to ask about.
-                ask = not (recent or says_it_changed(fact.content))
-                # The decision's wording, when it gives one, is the fact as it now stands
-                # ("… moved to 4pm on Thursday, January 8": the day is kept).
-                worded = (decision.content if decision else None) or contents[i]
                 stored_new = await self._contradiction(
                     thread,
                     fact,
@@ -211,7 +207,9 @@ class UpdateStep:
                     target,
                     speaker,
                     report,
-                    ask=ask,
+                    # "the review was moved to Friday" is news, not a contradiction to ask
+                    # about.
+                    ask=not (recent or says_it_changed(contents[i])),
                     content=worded,
                 )
                 if stored_new is not None:
@@ -267,8 +265,8 @@ class UpdateStep:
         speaker: str | None,
         report: FormationReport,
         *,
-        ask: bool = True,
-        content: str | None = None,
+        ask: bool,
+        content: str,
     ) -> Fact | None:
         """The newest statement wins at once; the old fact stays as history, and the
         person is asked the next time they speak in this partition (unless ``ask`` is
@@ -279,7 +277,7 @@ class UpdateStep:
         stored = await self.writer.add_many(
             [
                 (
-                    clip_words(content or fact.content),
+                    clip_words(content),
                     fact.category,
                     fact.importance,
                     partition,

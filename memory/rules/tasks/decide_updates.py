@@ -31,7 +31,7 @@ from memory.prompts.decide_updates import (
     UpdateDecisions,
 )
 from memory.rules.language import clip_words, norm_key
-from memory.rules.slots import Slot, other_value, parse_slot, relate, shares_slot, with_its_day
+from memory.rules.slots import other_value, parse_slot, relate, shares_slot, with_its_day
 
 #: Above this, two facts are the same fact in other words.
 NEAR_IDENTICAL: Final = 0.95
@@ -59,26 +59,22 @@ def _decide(index: int, fact: str, candidates: list[CandidateFact]) -> UpdateDec
         if norm_key(candidate.content) == key:
             return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
     slot = parse_slot(fact)
-    if slot is not None:
-        for candidate in mine:
-            old = parse_slot(candidate.content)
-            relation = relate(slot, old) if old is not None else None
-            if relation == "same":
-                return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
-            if relation is not None:
-                return UpdateDecision(
-                    new_index=index,
-                    action="UPDATE",
-                    target_id=candidate.id,
-                    content=clip_words(with_its_day(fact, candidate.content), FACT_MAX_WORDS),
-                    contradiction=relation == "contradicts",
-                )
-    for candidate in mine:
-        if candidate.similarity >= NEAR_IDENTICAL and not _other_value(slot, candidate.content):
+    # Each candidate's slot, read once for both passes (none to read without the fact's).
+    read = [(c, parse_slot(c.content) if slot is not None else None) for c in mine]
+    for candidate, old in read:
+        relation = relate(slot, old) if slot is not None and old is not None else None
+        if relation == "same":
+            return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
+        if relation is not None:
+            return UpdateDecision(
+                new_index=index,
+                action="UPDATE",
+                target_id=candidate.id,
+                content=clip_words(with_its_day(fact, candidate.content), FACT_MAX_WORDS),
+                contradiction=relation == "contradicts",
+            )
+    for candidate, old in read:
+        two_values = slot is not None and old is not None and other_value(slot, old)
+        if candidate.similarity >= NEAR_IDENTICAL and not two_values:
             return UpdateDecision(new_index=index, action="NONE", target_id=candidate.id)
     return UpdateDecision(new_index=index, action="ADD")
-
-
-def _other_value(slot: Slot | None, content: str) -> bool:
-    old = parse_slot(content)
-    return slot is not None and old is not None and other_value(slot, old)
