@@ -199,6 +199,16 @@ def _helpful(ctx: ReplyContext, memories: list[CitedMemory]) -> list[CitedMemory
     ]
 
 
+def _not_by_name(memory: CitedMemory, partners: set[str], names: set[str], asked: set[str]) -> bool:
+    """Whether a memory answers more than the name in a question about ``partners``: it
+    shares a topic with it, or it is no partner's and names nobody asked about. For a
+    question, not a plan: a plan also takes their likes and diets (:func:`_helpful`)."""
+    terms = set(tokenize(memory.content))
+    if _shares_topic(asked, terms - names):
+        return True
+    return memory.owner_id not in partners and not names & terms
+
+
 def _shares_topic(asked: set[str], terms: set[str]) -> bool:
     """Whether a memory's terms answer one of the question's, a word of the same family
     included ("what can Leo eat?" and "Leo is vegetarian": memory.search.related)."""
@@ -274,21 +284,12 @@ def compose_for(ctx: ReplyContext) -> str:
             ctx = ctx.model_copy(
                 update={"memories": [m for m in ctx.memories if m.owner_id not in ids]}
             )
-        elif _asked_beside_names(ctx)[1]:
+        elif (asked := _asked_beside_names(ctx))[1]:
             # "where does Leo work?" is not answered by "Leo is vegetarian": a memory of
             # theirs that shares nothing but the name is left out, and so is anyone's
             # ("when is Tom in Berlin?" is not answered by "Ava and Tom's dinner is …").
-            helpful = _helpful(ctx, ctx.memories)
-            names = _asked_beside_names(ctx)[0]
             ctx = ctx.model_copy(
-                update={
-                    "memories": [
-                        m
-                        for m in ctx.memories
-                        if m in helpful
-                        or (m.owner_id not in ids and not names & set(tokenize(m.content)))
-                    ]
-                }
+                update={"memories": [m for m in ctx.memories if _not_by_name(m, ids, *asked)]}
             )
     if _is_question(text):
         noted = _noted(ctx)
